@@ -1,0 +1,274 @@
+// Package idem makes a request safe to retry: an idempotency key names one
+// intent, and however many times the request arrives, its work runs once
+// and every copy gets the same answer.
+//
+// The whole flow is one call, Store.Do, so no caller can get the steps in
+// the wrong order:
+//
+//  1. claim the key atomically (INSERT … ON CONFLICT DO NOTHING);
+//  2. if someone has it: a different request under the same key is 422, a
+//     completed one is replayed, a valid lock is 409, an expired lock is
+//     taken over;
+//  3. run the caller's work and store its response in one transaction,
+//     guarded by the lock id (a fencing token): a holder that lost the
+//     lock cannot store, and its whole transaction rolls back;
+//  4. on an unexpected error (or a 5xx), give the key back so a retry can
+//     try again. Business refusals are real answers: stored and replayed.
+//
+// idem knows nothing of what the work is; the caller composes it.
+package idem
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Schema is the key store. Keys are scoped to the user.
+const Schema = `
+CREATE TABLE idempotency_keys (
+  user_id bigint NOT NULL,
+  key text NOT NULL,
+  request_hash text NOT NULL,
+  status text NOT NULL CHECK (status IN ('in_progress', 'completed')),
+  lock_id text,
+  locked_until timestamptz,
+  response_status integer,
+  response_body jsonb,
+  created_at timestamptz NOT NULL,
+  PRIMARY KEY (user_id, key)
+);
+CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+`
+
+// DefaultLockTTL is how long a claim holds a key before a retry may take
+// it over. It must outlive the slowest normal request.
+const DefaultLockTTL = 30 * time.Second
+
+// ErrLockLost means the caller's lock expired and a retry took the key
+// over: the fencing token refused to store the response, and the
+// caller's transaction, work included, was rolled back.
+var ErrLockLost = errors.New("lost the idempotency lock to a retry; the transaction was rolled back")
+
+// DB is a pool or a connection.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Store runs requests under idempotency keys.
+type Store struct {
+	LockTTL   time.Duration // zero means DefaultLockTTL
+	NewLockID func() string // zero means 16 random bytes in hex
+}
+
+// Request is one delivery of a request.
+type Request struct {
+	UserID int64
+	Key    string
+	Method string
+	Path   string
+	Body   []byte    // JSON; its fingerprint ignores key order and spacing
+	Now    time.Time // the caller's clock
+}
+
+// Response is what the caller answers.
+type Response struct {
+	Status   int
+	Body     []byte // JSON
+	Replayed bool   // the stored answer of an earlier delivery
+	TookOver bool   // this delivery took over an expired lock
+}
+
+// Work is the caller's side of the transaction. Its response is stored in
+// the same transaction, so both commit or neither does.
+type Work func(ctx context.Context, tx pgx.Tx) (Response, error)
+
+func (s *Store) ttl() time.Duration {
+	if s.LockTTL > 0 {
+		return s.LockTTL
+	}
+	return DefaultLockTTL
+}
+
+func (s *Store) lockID() string {
+	if s.NewLockID != nil {
+		return s.NewLockID()
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Problem builds the JSON error answers idem gives.
+func Problem(status int, code, message string) Response {
+	body, _ := json.Marshal(map[string]string{"error": code, "message": message})
+	return Response{Status: status, Body: body}
+}
+
+// The answers Do gives on its own.
+func keyRequired() Response {
+	return Problem(http.StatusBadRequest, "idempotency_key_required",
+		"send an Idempotency-Key header of 16 to 64 letters, digits, - or _")
+}
+
+func keyReused() Response {
+	return Problem(http.StatusUnprocessableEntity, "idempotency_key_reused",
+		"this Idempotency-Key was already used with a different request")
+}
+
+func inProgress() Response {
+	return Problem(http.StatusConflict, "request_in_progress",
+		"an earlier copy of this request is still being processed; retry shortly")
+}
+
+// Do runs work at most once per (user, key), as described in the package
+// documentation. It returns an error only when something unexpected
+// failed; then the key has been released and a retry may succeed.
+func (s *Store) Do(ctx context.Context, db DB, r Request, work Work) (Response, error) {
+	if !ValidKey(r.Key) {
+		return keyRequired(), nil
+	}
+	hash, err := Fingerprint(r.Method, r.Path, r.Body)
+	if err != nil {
+		return Problem(http.StatusBadRequest, "invalid_json", "the body is not valid JSON"), nil
+	}
+	lock := s.lockID()
+	until := r.Now.Add(s.ttl())
+
+	var claimed bool
+	err = db.QueryRow(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+		VALUES ($1, $2, $3, 'in_progress', $4, $5, $6)
+		ON CONFLICT (user_id, key) DO NOTHING RETURNING true`,
+		r.UserID, r.Key, hash, lock, until, r.Now).Scan(&claimed)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return Response{}, fmt.Errorf("claiming idempotency key: %w", err)
+	}
+	tookOver := false
+	if !claimed {
+		prev, err := s.settle(ctx, db, r, hash, lock, until)
+		if err != nil || prev != nil {
+			return deref(prev), err
+		}
+		tookOver = true
+	}
+
+	resp, err := s.run(ctx, db, r, lock, work)
+	resp.TookOver = tookOver
+	return resp, err
+}
+
+func deref(r *Response) Response {
+	if r == nil {
+		return Response{}
+	}
+	return *r
+}
+
+// settle decides what a delivery that could not claim the key gets. A nil
+// response with a nil error means the lock had expired and is now ours.
+func (s *Store) settle(ctx context.Context, db DB, r Request, hash, lock string, until time.Time) (*Response, error) {
+	var prevHash, status string
+	var code *int
+	var body []byte
+	err := db.QueryRow(ctx, `SELECT request_hash, status, response_status, response_body
+		FROM idempotency_keys WHERE user_id = $1 AND key = $2`, r.UserID, r.Key).Scan(&prevHash, &status, &code, &body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Released between our claim and our look: a retry will claim it.
+		resp := inProgress()
+		return &resp, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading idempotency key: %w", err)
+	}
+	if prevHash != hash {
+		resp := keyReused()
+		return &resp, nil
+	}
+	if status == "completed" {
+		return &Response{Status: *code, Body: body, Replayed: true}, nil
+	}
+	tag, err := db.Exec(ctx, `UPDATE idempotency_keys SET lock_id = $3, locked_until = $4
+		WHERE user_id = $1 AND key = $2 AND status = 'in_progress' AND locked_until < $5`,
+		r.UserID, r.Key, lock, until, r.Now)
+	if err != nil {
+		return nil, fmt.Errorf("taking over idempotency key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		resp := inProgress()
+		return &resp, nil
+	}
+	return nil, nil
+}
+
+// run executes the work and stores its answer in one transaction.
+func (s *Store) run(ctx context.Context, db DB, r Request, lock string, work Work) (Response, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		s.release(ctx, db, r, lock)
+		return Response{}, fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	resp, err := work(ctx, tx)
+	if err != nil || resp.Status >= 500 {
+		// Says nothing about the request: let a retry try again.
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		s.release(ctx, db, r, lock)
+		return resp, err
+	}
+	// The fencing token: only the current holder may complete the key.
+	// The stored body comes back as PostgreSQL keeps it (jsonb orders
+	// keys its own way), so the first answer and every replay are the
+	// same bytes.
+	var stored []byte
+	err = tx.QueryRow(ctx, `UPDATE idempotency_keys
+		SET status = 'completed', response_status = $4, response_body = $5::jsonb, lock_id = NULL, locked_until = NULL
+		WHERE user_id = $1 AND key = $2 AND lock_id = $3 RETURNING response_body`,
+		r.UserID, r.Key, lock, resp.Status, string(resp.Body)).Scan(&stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Response{}, ErrLockLost
+	}
+	if err != nil {
+		s.release(ctx, db, r, lock)
+		return Response{}, fmt.Errorf("storing response: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		// If the commit did happen, the key is completed and has no lock
+		// id any more, so this release deletes nothing.
+		s.release(ctx, db, r, lock)
+		return Response{}, fmt.Errorf("committing: %w", err)
+	}
+	return Response{Status: resp.Status, Body: stored}, nil
+}
+
+// release gives the key back, if it is still ours.
+func (s *Store) release(ctx context.Context, db DB, r Request, lock string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = db.Exec(ctx, "DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND lock_id = $3", r.UserID, r.Key, lock)
+}
+
+// ValidKey reports whether key is 16 to 64 letters, digits, - or _.
+func ValidKey(key string) bool {
+	if len(key) < 16 || len(key) > 64 {
+		return false
+	}
+	for _, c := range []byte(key) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
