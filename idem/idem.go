@@ -272,3 +272,28 @@ func ValidKey(key string) bool {
 	}
 	return true
 }
+
+// Record is what the store knows about one key.
+type Record struct {
+	Status         string // "in_progress" or "completed"
+	ResponseStatus int    // when completed
+	ResponseBody   []byte // when completed
+}
+
+// Lookup reads the caller's own key. found is false for a key this user
+// never sent (or whose record was pruned).
+func Lookup(ctx context.Context, db DB, userID int64, key string) (rec Record, found bool, err error) {
+	var code *int
+	err = db.QueryRow(ctx, "SELECT status, response_status, response_body FROM idempotency_keys WHERE user_id = $1 AND key = $2",
+		userID, key).Scan(&rec.Status, &code, &rec.ResponseBody)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("looking up idempotency key: %w", err)
+	}
+	if code != nil {
+		rec.ResponseStatus = *code
+	}
+	return rec, true, nil
+}

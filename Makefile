@@ -1,0 +1,27 @@
+# The two commands a newcomer needs:
+#   make demo   runs every lesson on a private PostgreSQL
+#   make test   runs the tests (with -race), as CI does
+GO ?= go
+
+.PHONY: demo test build golden bench vet
+
+demo:
+	$(GO) run ./cmd/bank scenario all
+
+test: vet
+	$(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+
+build:
+	$(GO) build -o bin/bank ./cmd/bank
+
+# Rewrite the golden transcripts from real runs; read the diff before committing.
+golden:
+	$(GO) test ./scenarios -count=1 -update
+	git diff --stat testdata/
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...

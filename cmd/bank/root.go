@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/pgserver"
+)
+
+const version = "0.1.0"
+
+type stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// app is the one door through which the environment reaches a command:
+// streams, environment variables and the database flags.
+type app struct {
+	io     stdio
+	getenv func(string) string
+
+	databaseURL string
+	pgBinaries  string
+	pgPort      int
+	color       string
+	noColor     bool
+	verbose     bool
+}
+
+func run(ctx context.Context, args []string, io stdio, getenv func(string) string) int {
+	a := &app{io: io, getenv: getenv}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		var s silentExit
+		if !errors.As(err, &s) {
+			msg := err.Error()
+			if ctx.Err() != nil {
+				msg = "interrupted"
+				err = context.Canceled
+			}
+			fmt.Fprintln(io.Err, "bank: "+msg)
+		}
+	}
+	return exitCode(err)
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bank",
+		Short: "A lab that shows, on a real PostgreSQL, how money transfers go wrong under retries and how idempotency fixes them",
+		Long: `bank reproduces the lesson "Idempotency and safe retries" on a real PostgreSQL.
+
+Start with:
+  bank scenario list      the lessons, in order
+  bank scenario naive     one lesson
+  bank scenario all       all of them, with a verdict table
+
+PostgreSQL: bank starts a private server of its own (an installed PostgreSQL,
+or one fetched by embedded-postgres) unless you give --database-url.`,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q; commands: %s (see bank --help)", args[0], strings.Join(commandNames(cmd), ", "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usagef("%v (see bank %s --help)", err, strings.TrimSpace(strings.TrimPrefix(cmd.CommandPath(), "bank")))
+	})
+	f := root.PersistentFlags()
+	f.StringVar(&a.databaseURL, "database-url", "", "use this PostgreSQL instead of a private one (default $DATABASE_URL)")
+	f.StringVar(&a.pgBinaries, "pg-binaries", "", "PostgreSQL installation to run (default $BANK_PG_BINARIES, else found or fetched)")
+	f.IntVar(&a.pgPort, "pg-port", 0, "port for the private PostgreSQL (default: a free one)")
+	f.StringVar(&a.color, "color", "auto", "colour: auto, always or never")
+	f.BoolVar(&a.noColor, "no-color", false, "no colour (same as --color=never)")
+	f.BoolVarP(&a.verbose, "verbose", "v", false, "say where PostgreSQL comes from, and show raw errors")
+	root.AddCommand(a.scenarioCommand())
+	root.CompletionOptions.HiddenDefaultCmd = false
+	return root
+}
+
+func commandNames(cmd *cobra.Command) []string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return names
+}
+
+// colorOn decides colour for stdout: flags first, then NO_COLOR, then
+// whether stdout is a terminal.
+func (a *app) colorOn() (bool, error) {
+	switch {
+	case a.noColor:
+		return false, nil
+	case a.color == "always":
+		return true, nil
+	case a.color == "never":
+		return false, nil
+	case a.color != "auto":
+		return false, usagef("--color must be auto, always or never, not %q", a.color)
+	case a.getenv("NO_COLOR") != "":
+		return false, nil
+	}
+	return isTerminal(a.io.Out), nil
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+func (a *app) verbosef(format string, args ...any) {
+	if a.verbose {
+		fmt.Fprintf(a.io.Err, "bank: "+format+"\n", args...)
+	}
+}
+
+// database is the PostgreSQL a command works on.
+type database struct {
+	cluster *pgserver.Cluster
+	server  *pgserver.Server // nil for --database-url
+	admin   string
+}
+
+// openDatabase starts the private server, or connects to the learner's.
+// The caller must call close.
+func (a *app) openDatabase(ctx context.Context) (*database, error) {
+	tmpl := pgserver.Template{Prefix: "bank", Version: bank.Version(), Setup: bank.Setup}
+	url := a.databaseURL
+	if url == "" {
+		url = a.getenv("DATABASE_URL")
+	}
+	if url != "" {
+		c, err := pgserver.Open(ctx, url, tmpl)
+		if err != nil {
+			return nil, err
+		}
+		return &database{cluster: c, admin: url}, nil
+	}
+	bins := a.pgBinaries
+	if bins == "" {
+		bins = a.getenv("BANK_PG_BINARIES")
+	}
+	start := time.Now()
+	s, err := pgserver.Start(ctx, pgserver.Options{Binaries: bins, Port: a.pgPort, CacheDir: a.getenv("BANK_CACHE_DIR")})
+	if err != nil {
+		return nil, err
+	}
+	a.verbosef("PostgreSQL: %s; log %s; started in %s", s.Binaries.Source, s.LogPath, time.Since(start).Round(time.Millisecond))
+	d := &database{server: s, admin: s.URL("postgres")}
+	d.cluster, err = pgserver.Open(ctx, d.admin, tmpl)
+	if err == nil {
+		err = d.cluster.DropLeftovers(ctx)
+	}
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *database) close() error {
+	if d.server != nil {
+		return d.server.Stop()
+	}
+	return nil
+}

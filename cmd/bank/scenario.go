@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/scenarios"
+)
+
+type scenarioFlags struct {
+	step, explain, json, keep bool
+}
+
+func (a *app) scenarioCommand() *cobra.Command {
+	var f scenarioFlags
+	cmd := &cobra.Command{
+		Use:   "scenario NAME | list | all",
+		Short: "Run a lesson on a real PostgreSQL and check its invariants",
+		Long: `Run one of the lesson's scenarios in a fresh database and print what happened,
+then the invariant checks: the bank's total stays ₦75,000, balances match the
+ledger, and each intent moves money once.
+
+Exit status: 0 when the scenario came out as the lesson teaches (including a
+failure scenario whose failure happened), 1 when it did not, 2 for a bad
+command line, 3 when PostgreSQL could not be started or reached.`,
+		Example: `  bank scenario list
+  bank scenario crash --explain
+  bank scenario all --no-color`,
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			names := []string{"list\tthe scenarios, in lesson order", "all\trun every scenario"}
+			for _, s := range scenarios.All {
+				names = append(names, s.Name+"\t"+s.Summary)
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("name one scenario, or list or all: %s", strings.Join(scenarios.Names(), ", "))
+			}
+			if _, ok := scenarios.Lookup(args[0]); !ok && args[0] != "list" && args[0] != "all" {
+				return usagef("unknown scenario %q; choose one of %s, or list, or all", args[0], strings.Join(scenarios.Names(), ", "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "list" {
+				a.listScenarios()
+				return nil
+			}
+			return a.runScenarios(cmd.Context(), args[0], f)
+		},
+	}
+	cmd.Flags().BoolVar(&f.step, "step", false, "wait for Enter before each step (on a terminal)")
+	cmd.Flags().BoolVar(&f.explain, "explain", false, "say what each step is about before it runs")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of the transcript")
+	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the scenario's database and print its name, to look at with psql")
+	return cmd
+}
+
+func (a *app) listScenarios() {
+	for _, s := range scenarios.All {
+		fmt.Fprintf(a.io.Out, "%-14s %s\n", s.Name, s.Summary)
+	}
+}
+
+func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) error {
+	color, err := a.colorOn()
+	if err != nil {
+		return err
+	}
+	if f.keep && name == "all" {
+		return usagef("--keep works with one scenario at a time")
+	}
+	db, err := a.openDatabase(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+
+	o := scenarios.Options{Explain: f.explain, JSON: f.json, Color: color && !f.json, Keep: f.keep}
+	if f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out) {
+		in := bufio.NewReader(a.io.In)
+		o.Pause = func() {
+			fmt.Fprint(a.io.Out, "  [Enter] next step ")
+			_, _ = in.ReadString('\n')
+		}
+	}
+	var kept *pgserver.Database
+	o.Kept = func(d *pgserver.Database) { kept = d }
+
+	list := scenarios.All
+	if name != "all" {
+		sc, _ := scenarios.Lookup(name)
+		list = []*scenarios.Scenario{sc}
+	}
+	var verdicts []scenarios.Verdict
+	for _, sc := range list {
+		v, err := scenarios.Run(ctx, db.cluster, sc, a.io.Out, o)
+		if err != nil {
+			return err
+		}
+		verdicts = append(verdicts, v)
+	}
+	if name == "all" {
+		a.summary(verdicts, f.json)
+	}
+	if kept != nil {
+		a.announceKept(ctx, db, kept)
+	}
+	for _, v := range verdicts {
+		if !v.Reproduced {
+			if name != "all" {
+				fmt.Fprintf(a.io.Err, "bank: %s did not come out as the lesson teaches: %s\n", v.Scenario, strings.Join(v.Differences(), "; "))
+			} else {
+				fmt.Fprintln(a.io.Err, "bank: some scenarios did not come out as the lesson teaches (see the table)")
+			}
+			return silentExit{exitNotAsTaught}
+		}
+	}
+	return nil
+}
+
+// summary is the table that ends `bank scenario all`.
+func (a *app) summary(verdicts []scenarios.Verdict, asJSON bool) {
+	if asJSON {
+		type row struct {
+			Scenario   string `json:"scenario"`
+			Reproduced bool   `json:"reproduced"`
+		}
+		rows := make([]row, len(verdicts))
+		for i, v := range verdicts {
+			rows[i] = row{v.Scenario, v.Reproduced}
+		}
+		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"type": "summary", "scenarios": rows})
+		return
+	}
+	w := a.io.Out
+	fmt.Fprintf(w, "%-14s %-24s %s\n", "scenario", "verdict", "what it demonstrates")
+	for _, v := range verdicts {
+		sc, _ := scenarios.Lookup(v.Scenario)
+		fmt.Fprintf(w, "%-14s %-24s %s\n", v.Scenario, verdictWord(sc, v), sc.Summary)
+	}
+}
+
+func verdictWord(sc *scenarios.Scenario, v scenarios.Verdict) string {
+	switch {
+	case !v.Reproduced:
+		return "NOT reproduced"
+	case len(sc.Breaks) > 0:
+		return "reproduced (break shown)"
+	}
+	return "reproduced (holds)"
+}
+
+func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Database) {
+	fmt.Fprintf(a.io.Err, "bank: kept database %s\n  psql '%s'\n", kept.Name, kept.URL)
+	if db.server == nil {
+		return
+	}
+	fmt.Fprintln(a.io.Err, "bank: the private PostgreSQL stays up until you press Ctrl-C")
+	<-ctx.Done()
+}
+

@@ -1,0 +1,43 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The same three statements and the same typo, now inside one
+// transaction. The foreign key still fails, and the rollback undoes the
+// debit with it: all or nothing, the A in ACID.
+var Atomic = &Scenario{
+	Name:    "atomic",
+	Summary: "the same three statements in one transaction: the failure undoes the debit",
+	Section: "Partial failure",
+	Explain: map[string]string{
+		"one transaction": "BEGIN; debit; credit account 99; record the transfer; COMMIT.\nAny error rolls back every statement since BEGIN.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		lab.Intent("Ada's ₦10,000 to account 99", 1, 99, 1_000_000, 0)
+
+		lab.Step("one transaction")
+		err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo - $1 WHERE id = $2", 1_000_000, 1); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo + $1 WHERE id = $2", 1_000_000, 99); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO transfers (from_account, to_account, amount_kobo) VALUES ($1, $2, $3)", 1, 99, 1_000_000)
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			lab.Say("failed: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+		} else if err != nil {
+			return err
+		}
+		return lab.Balances(ctx, "after:")
+	},
+}

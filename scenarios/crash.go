@@ -1,0 +1,90 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// Server A claims the key and goes silent before its transfer commits.
+// Its claim is committed, so the key says "in progress". Ten seconds on,
+// the lock is still valid: the retry gets 409, since A might only be
+// slow. At 31 seconds the lock has expired: the retry takes the key over
+// with a new lock id and makes the transfer. Then A turns out to have
+// been slow, not dead, and finishes: its transfer runs, but storing its
+// response needs the lock id it no longer holds. The fencing token
+// refuses it and A's whole transaction rolls back. The clock is moved by
+// hand, as in the lesson.
+var Crash = &Scenario{
+	Name:    "crash",
+	Summary: "a server goes silent holding the key; a retry takes over; the fencing token stops the late one",
+	Section: "A server that crashes, and one that is only slow",
+	Explain: map[string]string{
+		"server A claims the key": "Server A is a session of its own. It claims the key at 0 s (lock valid until 30 s)\nand stops inside its transaction, before the transfer.",
+		"retry after 10 s":        "The lock is still valid: A may only be slow. The retry must not start a second transfer.",
+		"retry after 31 s":        "The lock has expired. The retry takes the key over with a new lock id (the fencing token).",
+		"server A wakes up":       "A runs its transfer, then tries to store its response under its old lock id.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		body := []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`)
+		const key = "crash-demo-00000000001"
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
+		keys := &idem.Store{LockTTL: 30 * time.Second}
+		sessionA, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		serverA := &api.Transfers{DB: sessionA, Keys: keys}
+		serverB := &api.Transfers{DB: lab.DB, Keys: keys}
+
+		lab.Step("server A claims the key")
+		claimed, wake := make(chan struct{}), make(chan struct{})
+		serverA.Hooks.AfterClaim = func(context.Context) { close(claimed); <-wake }
+		aDone := make(chan error, 1)
+		go func() {
+			_, err := serverA.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
+			aDone <- err
+		}()
+		<-claimed
+		lab.Say("server A claimed the key and then went silent")
+
+		lab.Step("retry after 10 s")
+		early, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(10 * time.Second)})
+		if err != nil {
+			return err
+		}
+		lab.Reply(early.Status, early.Replayed, early.Body, "retry after 10 s: %d %s", early.Status, errorOrOK(early.Body))
+
+		lab.Step("retry after 31 s")
+		late, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(31 * time.Second)})
+		if err != nil {
+			return err
+		}
+		lab.Reply(late.Status, late.Replayed, late.Body, "retry after 31 s: %d %s", late.Status, transferLabel(late.Body))
+
+		lab.Step("server A wakes up")
+		close(wake)
+		err = <-aDone
+		if !errors.Is(err, idem.ErrLockLost) {
+			return fmt.Errorf("server A should have lost its lock, got %v", err)
+		}
+		lab.Say("server A wakes up: %v", err)
+		return lab.Balances(ctx, "")
+	},
+}
+
+// transferLabel is "transfer N" for a receipt, or the error code.
+func transferLabel(body []byte) string {
+	var r struct {
+		TransferID int64 `json:"transferId"`
+	}
+	if json.Unmarshal(body, &r) == nil && r.TransferID != 0 {
+		return fmt.Sprintf("transfer %d", r.TransferID)
+	}
+	return errorOrOK(body)
+}

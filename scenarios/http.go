@@ -1,0 +1,83 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/bank/client"
+	"github.com/zudojs/bank/idem"
+)
+
+// The real thing: the API on a net/http server on a loopback port, and a
+// client that retries as a good app does. The server loses the first
+// response by closing the connection after the transfer has committed:
+// the tunnel. The client made its key once and retries with it; the
+// second attempt is replayed. Where Node's fetch reports a TypeError, Go
+// reports the closed connection itself; the lab names it the same way on
+// every run. The backoff waits are real values from a seeded jitter, spent
+// on the lab's clock instead of the wall clock.
+var HTTP = &Scenario{
+	Name:    "http",
+	Summary: "over real HTTP: the server drops the first response, the client retries with its key",
+	Section: "Over HTTP, with a retrying client",
+	Explain: map[string]string{
+		"send over HTTP": "POST /transfers with Authorization: Bearer token-ada and an Idempotency-Key header.\nThe client retries network errors, 5xx, 409 and 429 with backoff and jitter, and nothing else.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
+		server := &api.Server{
+			Transfers: &api.Transfers{DB: lab.DB, Keys: &idem.Store{}},
+			DB:        lab.DB,
+			Tokens:    api.Tokens,
+			Now:       lab.Clock.Now,
+			LoseFirst: 1, // the tunnel
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		hs := &http.Server{Handler: server, ReadHeaderTimeout: 5 * time.Second}
+		go hs.Serve(ln)
+		defer hs.Shutdown(context.WithoutCancel(ctx))
+
+		transport := &http.Transport{}
+		defer transport.CloseIdleConnections()
+		app := &client.Client{
+			BaseURL: "http://" + ln.Addr().String(),
+			Token:   "token-ada",
+			HTTP:    &http.Client{Transport: transport, Timeout: 30 * time.Second},
+			Rand:    lab.Rand,
+			Sleep:   func(_ context.Context, d time.Duration) error { lab.Clock.Advance(d); return nil },
+			Report: func(a client.Attempt) {
+				switch {
+				case a.Status == 0:
+					lab.Say("attempt %d: network error (%s)%s", a.N, a.Network, willRetry(a.Retry))
+				case a.Retry:
+					lab.Say("attempt %d: %d%s", a.N, a.Status, willRetry(true))
+				default:
+					lab.Say("attempt %d: %d replayed: %t", a.N, a.Status, a.Replayed)
+				}
+			},
+		}
+
+		lab.Step("send over HTTP")
+		res, err := app.Send(ctx, newKey(lab), []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`))
+		if err != nil {
+			lab.Say("gave up: %v", err)
+		} else {
+			lab.Reply(res.Status, res.Replayed, res.Body, "app shows: %s", res.Body)
+		}
+		return lab.Balances(ctx, "")
+	},
+}
+
+func willRetry(retry bool) string {
+	if retry {
+		return ", will retry"
+	}
+	return fmt.Sprint(", giving up")
+}

@@ -1,0 +1,72 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// What a key protects against, and what it refuses: reordered JSON is the
+// same request (a replay); the same key with another amount is a client
+// bug (422); keys belong to their user, so Bola's identical key string is
+// his own; no key at all is refused; and a refusal is an answer, stored
+// and replayed like a success.
+var KeyMisuse = &Scenario{
+	Name:    "key-misuse",
+	Summary: "reordered JSON, a reused key, another user's key, no key, a replayed refusal",
+	Section: "Misuse: a reused key, another user, no key",
+	Explain: map[string]string{
+		"misuse": "The fingerprint is a hash of the canonical request (keys sorted), stored with the key.\nKeys are stored per user: (user_id, key) is the primary key.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		const key, broke = "tap-2026-09-24-0001", "tap-2026-09-24-0002"
+		lab.Intent("Ada's first request", 1, 2, 1_000_000, 1)
+		lab.Intent("the reused key's ₦50,000", 1, 2, 5_000_000, 0)
+		lab.Intent("Bola's own request", 2, 1, 100_000, 1)
+		lab.Intent("Bola's ₦90,000", 2, 1, 9_000_000, 0)
+		requests := []struct {
+			label string
+			user  int64
+			key   string
+			body  string
+		}{
+			{"first request", 1, key, `{"from": 1, "to": 2, "amountKobo": 1000000}`},
+			{"same, keys reordered", 1, key, `{"amountKobo": 1000000, "to": 2, "from": 1}`},
+			{"same key, other amount", 1, key, `{"from": 1, "to": 2, "amountKobo": 5000000}`},
+			{"other user, same key", 2, key, `{"from": 2, "to": 1, "amountKobo": 100000}`},
+			{"no key", 1, "", `{"from": 1, "to": 2, "amountKobo": 100}`},
+			{"too much", 2, broke, `{"from": 2, "to": 1, "amountKobo": 9000000}`},
+			{"too much, retried", 2, broke, `{"from": 2, "to": 1, "amountKobo": 9000000}`},
+		}
+
+		lab.Step("misuse")
+		for _, r := range requests {
+			resp, err := handler.Handle(ctx, api.Call{UserID: r.user, Key: r.key, Body: []byte(r.body), Now: lab.Clock.Now()})
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.label, err)
+			}
+			lab.Reply(resp.Status, resp.Replayed, resp.Body, "%-26s %d %s %s", r.label, resp.Status, replayedWord(resp.Replayed), errorOrOK(resp.Body))
+		}
+		return lab.Balances(ctx, "")
+	},
+}
+
+func replayedWord(replayed bool) string {
+	if replayed {
+		return "replayed"
+	}
+	return ""
+}
+
+// errorOrOK is the body's error code, or "ok" for a success.
+func errorOrOK(body []byte) string {
+	var p struct{ Error string }
+	if json.Unmarshal(body, &p) == nil && p.Error != "" {
+		return p.Error
+	}
+	return "ok"
+}

@@ -1,0 +1,304 @@
+// Package scenarios holds the lab's lessons. Each scenario file tells one
+// story from the lesson on a real PostgreSQL and ends with the invariant
+// checks; this file is the harness they share.
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/pgserver"
+)
+
+// Scenario is one lesson.
+type Scenario struct {
+	Name    string
+	Summary string  // one line: what it shows
+	Section string  // the lesson's section it reproduces
+	Breaks  []Check // the invariants this lesson shows breaking; all others must hold
+	// Explain is said before each step with --explain, keyed by step title.
+	Explain map[string]string
+	Run     func(ctx context.Context, lab *Lab) error
+}
+
+// Check is one invariant the lab verifies after every scenario.
+type Check int
+
+const (
+	TotalKept    Check = iota // the bank's total stays ₦75,000
+	LedgerAgrees              // every balance is its opening balance plus its recorded transfers
+	OnceEach                  // each intent moved money exactly as often as it should: once, or never if refused
+)
+
+var checkNames = map[Check]string{
+	TotalKept:    "total stays " + bank.Naira(bank.SeedTotal()),
+	LedgerAgrees: "balances match the ledger",
+	OnceEach:     "each intent moves money once",
+}
+
+// Expect says whether the scenario is a failure being demonstrated.
+func (s *Scenario) breaks(c Check) bool {
+	for _, b := range s.Breaks {
+		if b == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Lab is everything a scenario touches: its own database, a clock and a
+// random source that are fake and seeded, and the transcript. Nothing
+// else reaches a scenario.
+type Lab struct {
+	DB    *pgxpool.Pool
+	URL   string // the scenario database, for extra named sessions
+	Clock *Clock
+	Rand  *rand.Rand
+
+	out      printer
+	step     string
+	intents  []intent
+	sessions []*pgx.Conn
+}
+
+type intent struct {
+	label string
+	req   bank.Request
+	want  int
+}
+
+// Step starts a step of the lesson: with --explain its note is printed,
+// with --step the lab waits for Enter first.
+func (l *Lab) Step(title string) { l.step = title; l.out.step(title) }
+
+// Say prints one line of the transcript.
+func (l *Lab) Say(format string, args ...any) { l.out.line(l.step, fmt.Sprintf(format, args...), nil) }
+
+// Reply prints one line that reports a response; --json also gets the
+// response itself.
+func (l *Lab) Reply(status int, replayed bool, body []byte, format string, args ...any) {
+	l.out.line(l.step, fmt.Sprintf(format, args...), &response{Status: status, Replayed: replayed, Body: body})
+}
+
+// Balances prints the lesson's balances line, after a label if any.
+func (l *Lab) Balances(ctx context.Context, label string) error {
+	s, err := bank.Read(ctx, l.DB)
+	if err != nil {
+		return err
+	}
+	l.out.balances(l.step, label, s)
+	return nil
+}
+
+// Intent declares one user intent and how many transfers it should cause
+// (1, or 0 when the bank must refuse it). The OnceEach check counts them.
+func (l *Lab) Intent(label string, from, to, amountKobo int64, want int) {
+	l.intents = append(l.intents, intent{label, bank.Request{From: from, To: to, AmountKobo: amountKobo}, want})
+}
+
+// Session opens a named session: a connection of its own, for a story with
+// more than one server or client. It is closed when the scenario ends.
+func (l *Lab) Session(ctx context.Context) (*pgx.Conn, error) {
+	c, err := pgx.Connect(ctx, l.URL)
+	if err != nil {
+		return nil, err
+	}
+	l.sessions = append(l.sessions, c)
+	return c, nil
+}
+
+// Clock is the lab's fake clock. It starts at the lesson's moment and
+// moves only when a scenario moves it. Servers and clients in one story
+// share it, so it is safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// LessonStart is when every scenario's clock starts.
+var LessonStart = time.Date(2026, 9, 24, 10, 0, 0, 0, time.UTC)
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// At sets the clock to d after the lesson's start and returns that time.
+func (c *Clock) At(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = LessonStart.Add(d)
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Result is one check's outcome.
+type Result struct {
+	Check    Check
+	Holds    bool
+	Expected bool // whether it was expected to hold
+	Detail   string
+}
+
+// Verdict is how a scenario ended.
+type Verdict struct {
+	Scenario   string
+	Reproduced bool // every check came out as the lesson teaches
+	Results    []Result
+}
+
+// Differences names the checks that did not come out as the lesson teaches.
+func (v Verdict) Differences() []string {
+	var d []string
+	for _, r := range v.Results {
+		if r.Holds != r.Expected {
+			want := "hold"
+			if !r.Expected {
+				want = "break"
+			}
+			d = append(d, fmt.Sprintf("%q was expected to %s", checkNames[r.Check], want))
+		}
+	}
+	return d
+}
+
+// Options choose how a scenario is shown.
+type Options struct {
+	Explain bool
+	JSON    bool
+	Color   bool
+	// Pause, if set, waits for the learner before each step (--step).
+	Pause func()
+	// Keep leaves the scenario's database in place; its name is passed to
+	// Kept.
+	Keep bool
+	Kept func(db *pgserver.Database)
+}
+
+// Run runs one scenario in a fresh database and checks the invariants.
+// An error means the harness broke, not that the lesson's failure
+// happened: that is the verdict's business.
+func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, w printerTarget, o Options) (Verdict, error) {
+	db, err := cluster.NewDatabase(ctx, sc.Name)
+	if err != nil {
+		return Verdict{}, err
+	}
+	defer func() {
+		if o.Keep && o.Kept != nil {
+			o.Kept(db)
+			return
+		}
+		db.Drop(context.WithoutCancel(ctx))
+	}()
+	pool, err := pgxpool.New(ctx, db.URL)
+	if err != nil {
+		return Verdict{}, err
+	}
+	defer pool.Close()
+	lab := &Lab{
+		DB:    pool,
+		URL:   db.URL,
+		Clock: &Clock{now: LessonStart},
+		Rand:  rand.New(rand.NewPCG(2026, 924)),
+		out:   newPrinter(w, sc, o),
+	}
+	defer func() {
+		for _, s := range lab.sessions {
+			s.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	lab.out.begin()
+	if err := sc.Run(ctx, lab); err != nil {
+		return Verdict{}, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	v, err := lab.verify(ctx, sc)
+	if err != nil {
+		return Verdict{}, err
+	}
+	lab.out.verdict(v)
+	return v, nil
+}
+
+func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
+	v := Verdict{Scenario: sc.Name, Reproduced: true}
+	add := func(c Check, holds bool, detail string) {
+		r := Result{Check: c, Holds: holds, Expected: !sc.breaks(c), Detail: detail}
+		v.Results = append(v.Results, r)
+		if r.Holds != r.Expected {
+			v.Reproduced = false
+		}
+	}
+	s, err := bank.Read(ctx, l.DB)
+	if err != nil {
+		return v, err
+	}
+	if s.Total == bank.SeedTotal() {
+		add(TotalKept, true, "")
+	} else {
+		add(TotalKept, false, fmt.Sprintf("the total is %s: %s %s", bank.Naira(s.Total), bank.Naira(abs(s.Total-bank.SeedTotal())), map[bool]string{true: "appeared from nowhere", false: "vanished"}[s.Total > bank.SeedTotal()]))
+	}
+
+	gaps, err := bank.Reconcile(ctx, l.DB)
+	if err != nil {
+		return v, err
+	}
+	var details []string
+	for _, g := range gaps {
+		details = append(details, fmt.Sprintf("%s has %s, the ledger says %s", g.Holder, bank.Naira(g.Balance), bank.Naira(g.Ledger)))
+	}
+	add(LedgerAgrees, len(gaps) == 0, strings.Join(details, "; "))
+
+	details = nil
+	for _, in := range l.intents {
+		var n int
+		err := l.DB.QueryRow(ctx, "SELECT count(*) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3",
+			in.req.From, in.req.To, in.req.AmountKobo).Scan(&n)
+		if err != nil {
+			return v, err
+		}
+		if n != in.want {
+			details = append(details, fmt.Sprintf("%s moved money %s, not %s", in.label, times(n), times(in.want)))
+		}
+	}
+	if len(l.intents) == 0 {
+		return v, errors.New("scenario declared no intents")
+	}
+	add(OnceEach, len(details) == 0, strings.Join(details, "; "))
+	return v, nil
+}
+
+func times(n int) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

@@ -1,0 +1,70 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank"
+)
+
+// The bus-and-tunnel story. The server moves the money, then the response
+// is lost on the way back. The client cannot know the transfer happened,
+// so it does what a good client does and retries: the server sees a
+// perfectly valid second request, and moves ₦10,000 again.
+var LostResponse = &Scenario{
+	Name:    "lost-response",
+	Summary: "the response is lost, the client retries, and one tap moves ₦20,000",
+	Section: "The response that never arrives",
+	Breaks:  []Check{OnceEach},
+	Explain: map[string]string{
+		"retry after a lost response": `The "network" delivers each attempt to the server, which commits; the
+first response is then lost. To the phone a lost response, a request that
+never arrived and one that failed all look the same.
+
+ phone                          server                      database
+   |  POST /transfers  ------->   |                              |
+   |                              |  BEGIN ... COMMIT  -------->  |  N10,000 moved
+   |  x <---- 201 lost in tunnel  |                              |
+   |  POST /transfers (retry) --> |  BEGIN ... COMMIT  -------->  |  N10,000 moved again
+   |  <---------------- 201       |                              |`,
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
+		deliveries := 0
+		network := func(body string) (bank.Outcome, error) {
+			deliveries++
+			var o bank.Outcome
+			err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
+				o, err = bank.Transfer(ctx, tx, 1, []byte(body))
+				return err
+			})
+			if err != nil {
+				return o, err
+			}
+			if deliveries == 1 {
+				return o, errLostResponse // committed; the answer never reaches the phone
+			}
+			return o, nil
+		}
+
+		lab.Step("retry after a lost response")
+		for attempt := 1; attempt <= 3; attempt++ {
+			o, err := network(`{"from": 1, "to": 2, "amountKobo": 1000000}`)
+			if errors.Is(err, errLostResponse) {
+				lab.Say("attempt %d: %v", attempt, err)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			lab.Reply(o.Status, false, o.Body(), "attempt %d: %d", attempt, o.Status)
+			break
+		}
+		return lab.Balances(ctx, "")
+	},
+}
+
+// errLostResponse is what the phone sees when the server's answer is lost.
+var errLostResponse = errors.New("timed out waiting for the response")

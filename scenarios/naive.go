@@ -1,0 +1,55 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The lesson opens with a transfer written the obvious way: three
+// statements, one after the other, no transaction. The recipient is a
+// typo, account 99. The credit matches no row and that is not an error;
+// only the transfer record fails, on its foreign key, and by then the
+// debit has happened. ₦10,000 leaves the bank.
+var Naive = &Scenario{
+	Name:    "naive",
+	Summary: "three statements and no transaction: a failed transfer loses ₦10,000",
+	Section: "Partial failure",
+	Breaks:  []Check{TotalKept, LedgerAgrees},
+	Explain: map[string]string{
+		"three statements": "Debit Ada, credit account 99 (a typo: it does not exist), record the transfer.\nEach statement commits on its own.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		if err := lab.Balances(ctx, "before:"); err != nil {
+			return err
+		}
+		lab.Intent("Ada's ₦10,000 to account 99", 1, 99, 1_000_000, 0)
+
+		lab.Step("three statements")
+		if err := naiveTransfer(ctx, lab, 1, 99, 1_000_000); err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) {
+				return err
+			}
+			lab.Say("failed: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+		}
+		return lab.Balances(ctx, "after: ")
+	},
+}
+
+// naiveTransfer is BROKEN ON PURPOSE: each statement autocommits, so a
+// failure after the debit leaves the money gone. The correct transfer is
+// bank.Transfer, run in a transaction.
+func naiveTransfer(ctx context.Context, lab *Lab, from, to, amount int64) error {
+	if _, err := lab.DB.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo - $1 WHERE id = $2", amount, from); err != nil {
+		return err
+	}
+	credit, err := lab.DB.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo + $1 WHERE id = $2", amount, to)
+	if err != nil {
+		return err
+	}
+	lab.Say("credit changed %d rows, and did not fail", credit.RowsAffected())
+	_, err = lab.DB.Exec(ctx, "INSERT INTO transfers (from_account, to_account, amount_kobo) VALUES ($1, $2, $3)", from, to, amount)
+	return err
+}

@@ -1,0 +1,192 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/fatih/color"
+
+	"github.com/zudojs/bank/bank"
+)
+
+// printerTarget is where a transcript goes.
+type printerTarget = io.Writer
+
+type response struct {
+	Status   int             `json:"status"`
+	Replayed bool            `json:"replayed"`
+	Body     json.RawMessage `json:"body,omitempty"`
+}
+
+type printer interface {
+	begin()
+	step(title string)
+	line(step, text string, r *response)
+	balances(step, label string, s bank.Snapshot)
+	verdict(v Verdict)
+}
+
+func newPrinter(w io.Writer, sc *Scenario, o Options) printer {
+	if o.JSON {
+		return &jsonPrinter{enc: json.NewEncoder(w), sc: sc}
+	}
+	return &textPrinter{w: w, sc: sc, o: o, palette: newPalette(o.Color)}
+}
+
+// palette holds colours decided for one writer (fatih/color's global
+// switch looks at os.Stdout, which is wrong for any other writer).
+type palette struct{ title, dim, good, bad, expected *color.Color }
+
+func newPalette(on bool) palette {
+	p := palette{
+		title:    color.New(color.Bold),
+		dim:      color.New(color.Faint),
+		good:     color.New(color.FgGreen, color.Bold),
+		bad:      color.New(color.FgRed, color.Bold),
+		expected: color.New(color.FgYellow, color.Bold),
+	}
+	for _, c := range []*color.Color{p.title, p.dim, p.good, p.bad, p.expected} {
+		if on {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
+	}
+	return p
+}
+
+type textPrinter struct {
+	w  io.Writer
+	sc *Scenario
+	o  Options
+	palette
+}
+
+func (p *textPrinter) begin() {
+	fmt.Fprintf(p.w, "%s\n\n", p.title.Sprintf("== %s: %s", p.sc.Name, p.sc.Summary))
+}
+
+func (p *textPrinter) step(title string) {
+	if p.o.Pause != nil {
+		p.o.Pause()
+	}
+	if !p.o.Explain {
+		return
+	}
+	fmt.Fprintf(p.w, "%s\n", p.title.Sprint("» "+title))
+	if note := p.sc.Explain[title]; note != "" {
+		for _, l := range strings.Split(strings.TrimRight(note, "\n"), "\n") {
+			fmt.Fprintf(p.w, "%s\n", p.dim.Sprint("  "+l))
+		}
+	}
+}
+
+func (p *textPrinter) line(_, text string, _ *response) { fmt.Fprintln(p.w, text) }
+
+func (p *textPrinter) balances(_, label string, s bank.Snapshot) {
+	if label != "" {
+		label += " "
+	}
+	fmt.Fprintln(p.w, label+s.Line())
+}
+
+func (p *textPrinter) verdict(v Verdict) {
+	fmt.Fprintln(p.w)
+	fmt.Fprintln(p.w, "invariants:")
+	for _, r := range v.Results {
+		mark := p.good.Sprint("holds ")
+		if !r.Holds {
+			mark = p.bad.Sprint("BROKEN")
+		}
+		name := checkNames[r.Check]
+		line := fmt.Sprintf("  %s  %s%s", mark, name, strings.Repeat(" ", max(0, 30-utf8.RuneCountInString(name))))
+		if r.Detail != "" {
+			line += "  " + r.Detail
+		}
+		fmt.Fprintln(p.w, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintln(p.w, p.verdictLine(v))
+	fmt.Fprintln(p.w)
+}
+
+func (p *textPrinter) verdictLine(v Verdict) string {
+	switch {
+	case !v.Reproduced:
+		return p.bad.Sprint("verdict: NOT reproduced: ") + strings.Join(v.Differences(), "; ")
+	case len(p.sc.Breaks) > 0:
+		what := "the break above is"
+		if len(p.sc.Breaks) > 1 {
+			what = "the breaks above are"
+		}
+		return p.expected.Sprint("verdict: reproduced") + " - " + what + " the failure this lesson demonstrates"
+	default:
+		return p.good.Sprint("verdict: reproduced") + " - every invariant held, as the lesson teaches"
+	}
+}
+
+type jsonPrinter struct {
+	enc *json.Encoder
+	sc  *Scenario
+}
+
+type event struct {
+	Scenario   string           `json:"scenario"`
+	Type       string           `json:"type"`
+	Step       string           `json:"step,omitempty"`
+	Text       string           `json:"text,omitempty"`
+	Response   *response        `json:"response,omitempty"`
+	Balances   map[string]int64 `json:"balancesKobo,omitempty"`
+	TotalKobo  *int64           `json:"totalKobo,omitempty"`
+	Transfers  *int             `json:"transfers,omitempty"`
+	Reproduced *bool            `json:"reproduced,omitempty"`
+	Checks     []jsonCheck      `json:"checks,omitempty"`
+}
+
+type jsonCheck struct {
+	Check    string `json:"check"`
+	Holds    bool   `json:"holds"`
+	Expected bool   `json:"expectedToHold"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+func (p *jsonPrinter) emit(e event) {
+	e.Scenario = p.sc.Name
+	_ = p.enc.Encode(e)
+}
+
+func (p *jsonPrinter) begin() { p.emit(event{Type: "scenario", Text: p.sc.Summary}) }
+
+func (p *jsonPrinter) step(title string) { p.emit(event{Type: "step", Step: title}) }
+
+func (p *jsonPrinter) line(step, text string, r *response) {
+	t := "line"
+	if r != nil {
+		t = "response"
+		if !json.Valid(r.Body) {
+			r.Body = nil
+		}
+	}
+	p.emit(event{Type: t, Step: step, Text: text, Response: r})
+}
+
+func (p *jsonPrinter) balances(step, label string, s bank.Snapshot) {
+	m := map[string]int64{}
+	for i, h := range s.Holders {
+		m[h] = s.Balances[i]
+	}
+	total, n := s.Total, s.Transfers
+	text := strings.TrimSpace(label + " " + s.Line())
+	p.emit(event{Type: "balances", Step: step, Text: text, Balances: m, TotalKobo: &total, Transfers: &n})
+}
+
+func (p *jsonPrinter) verdict(v Verdict) {
+	var checks []jsonCheck
+	for _, r := range v.Results {
+		checks = append(checks, jsonCheck{checkNames[r.Check], r.Holds, r.Expected, r.Detail})
+	}
+	reproduced := v.Reproduced
+	p.emit(event{Type: "verdict", Reproduced: &reproduced, Checks: checks})
+}

@@ -1,0 +1,35 @@
+package scenarios
+
+// All is every scenario, in the lesson's order. Adding one: write its file,
+// list it here once, run `go test ./scenarios -update`, read the new golden
+// file as a learner would, and commit both.
+var All = []*Scenario{
+	Naive,
+	Atomic,
+	Rules,
+	LostResponse,
+	RetrySafe,
+	KeyMisuse,
+	Concurrent,
+	Crash,
+	HTTP,
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (*Scenario, bool) {
+	for _, s := range All {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the scenarios' names in order.
+func Names() []string {
+	names := make([]string, len(All))
+	for i, s := range All {
+		names[i] = s.Name
+	}
+	return names
+}

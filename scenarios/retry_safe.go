@@ -1,0 +1,67 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// The same lost response, now with an idempotency key that the phone makes
+// once, before the first attempt, and sends with every retry. The second
+// delivery finds the key completed and replays the first answer, transfer
+// id included. The body comes back as PostgreSQL's jsonb keeps it, with
+// its own key order (to, from, amountKobo, ...), as the lesson points out.
+var RetrySafe = &Scenario{
+	Name:    "retry-safe",
+	Summary: "the same lost response with an idempotency key: the retry is replayed, money moves once",
+	Section: "The lost response, again",
+	Explain: map[string]string{
+		"retry with one key": "The key is made once per intent, outside the retry loop.\nThe server stores the response with the transfer, in the same transaction, and replays it.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
+		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		deliveries := 0
+		network := func(c api.Call) (idem.Response, error) {
+			deliveries++
+			resp, err := handler.Handle(ctx, c)
+			if err == nil && deliveries == 1 {
+				return resp, errLostResponse
+			}
+			return resp, err
+		}
+		intent := api.Call{UserID: 1, Key: newKey(lab), Body: []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`), Now: lab.Clock.Now()}
+
+		lab.Step("retry with one key")
+		for attempt := 1; attempt <= 3; attempt++ {
+			resp, err := network(intent)
+			if errors.Is(err, errLostResponse) {
+				lab.Say("attempt %d: %v", attempt, err)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			lab.Reply(resp.Status, resp.Replayed, resp.Body, "attempt %d: %d%s %s", attempt, resp.Status, replayedNote(resp.Replayed), resp.Body)
+			break
+		}
+		return lab.Balances(ctx, "")
+	},
+}
+
+// newKey makes an idempotency key the way an app does when the confirm
+// screen opens: random, here from the lab's seeded source.
+func newKey(lab *Lab) string {
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", lab.Rand.Uint32(), lab.Rand.Uint32()&0xffff,
+		lab.Rand.Uint32()&0xfff, 0x8000|lab.Rand.Uint32()&0x3fff, lab.Rand.Uint64()&0xffffffffffff)
+}
+
+func replayedNote(replayed bool) string {
+	if replayed {
+		return " (replayed)"
+	}
+	return ""
+}

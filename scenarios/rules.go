@@ -1,0 +1,55 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank"
+)
+
+// The correct transfer, bank.Transfer, against every rule the lesson
+// reasons through: ownership, frozen accounts on either side, a missing
+// recipient, too little money, and half a kobo. Each request gets its own
+// transaction. One goes through; six are refused, each for its own reason.
+var Rules = &Scenario{
+	Name:    "rules",
+	Summary: "the correct transfer against every rule: one succeeds, six are refused",
+	Section: "The transfer, done properly",
+	Explain: map[string]string{
+		"seven requests": "Each request runs bank.Transfer in its own transaction.\nRefusals are answers (status and code), not errors: nothing is written before the checks pass.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		requests := []struct {
+			label string
+			user  int64
+			body  string
+		}{
+			{"ok", 1, `{"from": 1, "to": 2, "amountKobo": 1000000}`},
+			{"not your account", 2, `{"from": 1, "to": 2, "amountKobo": 100}`},
+			{"frozen sender", 3, `{"from": 3, "to": 1, "amountKobo": 100}`},
+			{"frozen recipient", 1, `{"from": 1, "to": 3, "amountKobo": 100}`},
+			{"no such recipient", 1, `{"from": 1, "to": 99, "amountKobo": 100}`},
+			{"too much", 2, `{"from": 2, "to": 1, "amountKobo": 9000000}`},
+			{"half a kobo", 1, `{"from": 1, "to": 2, "amountKobo": 10.5}`},
+		}
+		lab.Intent("ok", 1, 2, 1_000_000, 1)
+		lab.Intent("not your account", 1, 2, 100, 0)
+		lab.Intent("too much", 2, 1, 9_000_000, 0)
+
+		lab.Step("seven requests")
+		for _, r := range requests {
+			var o bank.Outcome
+			err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
+				o, err = bank.Transfer(ctx, tx, r.user, []byte(r.body))
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.label, err)
+			}
+			lab.Reply(o.Status, false, o.Body(), "%-18s %d %s", r.label, o.Status, o.Label())
+		}
+		return lab.Balances(ctx, "")
+	},
+}

@@ -1,0 +1,99 @@
+package scenarios_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from real runs")
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const goldenDir = "../testdata/scenarios"
+
+func run(t *testing.T, sc *scenarios.Scenario, o scenarios.Options) (string, scenarios.Verdict) {
+	t.Helper()
+	var out bytes.Buffer
+	v, err := scenarios.Run(context.Background(), pgtest.Cluster(), sc, &out, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), v
+}
+
+// TestGolden runs every scenario twice, requires identical transcripts
+// (nondeterminism shows up here first), then compares with the golden file.
+func TestGolden(t *testing.T) {
+	for _, sc := range scenarios.All {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			first, v := run(t, sc, scenarios.Options{})
+			second, _ := run(t, sc, scenarios.Options{})
+			if first != second {
+				t.Fatalf("two runs printed different transcripts:\n%s", diff(first, second))
+			}
+			if !v.Reproduced {
+				t.Errorf("the lesson did not reproduce: %s", strings.Join(v.Differences(), "; "))
+			}
+			path := filepath.Join(goldenDir, sc.Name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(first), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("no golden file: run go test ./scenarios -update and read %s", path)
+			}
+			if string(want) != first {
+				t.Errorf("transcript differs from %s (rerun with go test ./scenarios -update if the change is intended):\n%s", path, diff(string(want), first))
+			}
+		})
+	}
+}
+
+// TestEveryGoldenHasAScenario catches a golden file left behind by a
+// renamed or removed scenario.
+func TestEveryGoldenHasAScenario(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(goldenDir, "*.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".golden")
+		if _, ok := scenarios.Lookup(name); !ok {
+			t.Errorf("%s has no scenario", f)
+		}
+	}
+	if len(files) != len(scenarios.All) && !*update {
+		t.Errorf("%d golden files for %d scenarios", len(files), len(scenarios.All))
+	}
+}
+
+// diff shows the first differing lines with a little context.
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("- " + wl + "\n+ " + gl + "\n")
+		}
+	}
+	return b.String()
+}
