@@ -1,0 +1,60 @@
+// Package api is the transfer API: the lesson's handler, which composes
+// the bank's transfer with the idempotency store in one transaction, and
+// the HTTP server around it.
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/idem"
+)
+
+// Hooks let a lesson stop a request at an exact point, so that an
+// interleaving is choreographed rather than left to timing. Production
+// code leaves them nil.
+type Hooks struct {
+	// AfterClaim runs inside the transaction, once the key is ours and
+	// before the transfer: a server that goes silent here holds the key.
+	AfterClaim func(ctx context.Context)
+	// BeforeStore runs after the transfer, before its response is stored
+	// and committed: a copy arriving now finds the key in progress.
+	BeforeStore func(ctx context.Context)
+}
+
+// Transfers handles POST /transfers for an authenticated user.
+type Transfers struct {
+	DB    idem.DB
+	Keys  *idem.Store
+	Hooks Hooks
+}
+
+// Call is one delivery of a transfer request.
+type Call struct {
+	UserID int64
+	Key    string // the Idempotency-Key header
+	Body   []byte
+	Now    time.Time
+}
+
+// Handle runs the transfer at most once per (user, key). The transfer and
+// the stored response commit in the same transaction.
+func (h *Transfers) Handle(ctx context.Context, c Call) (idem.Response, error) {
+	req := idem.Request{UserID: c.UserID, Key: c.Key, Method: "POST", Path: "/transfers", Body: c.Body, Now: c.Now}
+	return h.Keys.Do(ctx, h.DB, req, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+		if h.Hooks.AfterClaim != nil {
+			h.Hooks.AfterClaim(ctx)
+		}
+		outcome, err := bank.Transfer(ctx, tx, c.UserID, c.Body)
+		if err != nil {
+			return idem.Response{}, err
+		}
+		if h.Hooks.BeforeStore != nil {
+			h.Hooks.BeforeStore(ctx)
+		}
+		return idem.Response{Status: outcome.Status, Body: outcome.Body()}, nil
+	})
+}

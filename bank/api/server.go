@@ -1,0 +1,328 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/idem"
+)
+
+// MaxBody is the largest request body the server reads.
+const MaxBody = 16 << 10
+
+// Tokens are the demo bearer tokens: they stand in for a session lookup.
+var Tokens = map[string]int64{"token-ada": 1, "token-bola": 2, "token-chidi": 3}
+
+// Server is the transfer API over HTTP.
+type Server struct {
+	Transfers *Transfers
+	DB        bank.DB
+	Tokens    map[string]int64
+	Now       func() time.Time // the clock
+	Log       io.Writer        // one line per request; nil for none
+
+	// Faults for demos and tests: lose responses after the handler has
+	// committed, by closing the connection instead of answering.
+	LoseFirst int64      // lose the first N transfer responses
+	LoseRate  float64    // then lose each with this probability
+	Rand      *rand.Rand // for LoseRate; seeded by the caller
+
+	lost    atomic.Int64
+	randMu  sync.Mutex
+	Metrics Metrics
+}
+
+// Metrics are the server's counters, served at /metrics.
+type Metrics struct {
+	Requests, Replays, Conflicts, Unprocessable, Takeovers, Lost atomic.Int64
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	note := s.route(sw, r)
+	s.Metrics.Requests.Add(1)
+	if s.Log != nil {
+		key := r.Header.Get("Idempotency-Key")
+		if len(key) > 8 {
+			key = key[:8] + "…"
+		}
+		status := strconv.Itoa(sw.status)
+		if sw.status == 0 {
+			status = "lost"
+		}
+		fmt.Fprintf(s.Log, "%s %s %s%s key=%s %s\n", r.Method, r.URL.Path, status, note, key, time.Since(start).Round(time.Microsecond))
+	}
+}
+
+// route answers one request; the string it returns is added to the log.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
+	path := r.URL.Path
+	switch {
+	case path == "/healthz":
+		if !allow(w, r, "GET") {
+			return ""
+		}
+		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	case path == "/metrics":
+		if !allow(w, r, "GET") {
+			return ""
+		}
+		s.writeMetrics(w)
+	case path == "/transfers":
+		if r.Method == "GET" {
+			s.lookup(w, r)
+			return ""
+		}
+		if !allow(w, r, "GET", "POST") {
+			return ""
+		}
+		return s.transfer(w, r)
+	case strings.HasPrefix(path, "/accounts/"):
+		if !allow(w, r, "GET") {
+			return ""
+		}
+		s.account(w, r, strings.TrimPrefix(path, "/accounts/"))
+	default:
+		problem(w, http.StatusNotFound, "not_found", "no such endpoint: try POST /transfers, GET /transfers?key=, GET /accounts/{id}, GET /healthz or GET /metrics")
+	}
+	return ""
+}
+
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	problem(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+strings.Join(methods, " or "))
+	return false
+}
+
+func (s *Server) user(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	id, known := s.Tokens[token]
+	if !ok || !known {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		problem(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer token-ada (or token-bola, token-chidi)")
+		return 0, false
+	}
+	return id, true
+}
+
+func (s *Server) transfer(w http.ResponseWriter, r *http.Request) string {
+	user, ok := s.user(w, r)
+	if !ok {
+		return ""
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		problem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", MaxBody))
+		return ""
+	}
+	if err != nil {
+		problem(w, http.StatusBadRequest, "invalid_json", "the body could not be read")
+		return ""
+	}
+	if msg := checkShape(body); msg != "" {
+		problem(w, http.StatusBadRequest, "invalid_json", msg)
+		return ""
+	}
+	resp, err := s.Transfers.Handle(r.Context(), Call{UserID: user, Key: r.Header.Get("Idempotency-Key"), Body: body, Now: s.Now()})
+	if err != nil {
+		problem(w, http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
+		return " error=" + strconv.Quote(err.Error())
+	}
+	note := s.count(resp)
+	if s.lose() {
+		s.Metrics.Lost.Add(1)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+			return note + " lost"
+		}
+	}
+	if resp.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if v := RetryAfter(resp.Status); v != "" {
+		w.Header().Set("Retry-After", v)
+	}
+	writeJSON(w, resp.Status, resp.Body)
+	return note
+}
+
+// RetryAfter is the Retry-After header the API sends with a status.
+func RetryAfter(status int) string {
+	if status == http.StatusConflict || status == http.StatusTooManyRequests {
+		return "1"
+	}
+	return ""
+}
+
+func (s *Server) count(resp idem.Response) string {
+	note := ""
+	if resp.Replayed {
+		s.Metrics.Replays.Add(1)
+		note += " replayed"
+	}
+	if resp.TookOver {
+		s.Metrics.Takeovers.Add(1)
+		note += " takeover"
+	}
+	switch resp.Status {
+	case http.StatusConflict:
+		s.Metrics.Conflicts.Add(1)
+	case http.StatusUnprocessableEntity:
+		s.Metrics.Unprocessable.Add(1)
+	}
+	return note
+}
+
+func (s *Server) lose() bool {
+	if s.lost.Add(1) <= s.LoseFirst {
+		return true
+	}
+	if s.LoseRate <= 0 || s.Rand == nil {
+		return false
+	}
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	return s.Rand.Float64() < s.LoseRate
+}
+
+// checkShape refuses what is not one JSON object of the transfer's known
+// fields. The fields' values are the bank's to judge.
+func checkShape(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return `the body must be a JSON object such as {"from":1,"to":2,"amountKobo":1000000}`
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "the body has data after its JSON object"
+	}
+	for name := range fields {
+		switch name {
+		case "from", "to", "amountKobo":
+		default:
+			return fmt.Sprintf("unknown field %q: a transfer has from, to and amountKobo", name)
+		}
+	}
+	return ""
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
+	user, ok := s.user(w, r)
+	if !ok {
+		return
+	}
+	key := r.URL.Query().Get("key")
+	if key == "" {
+		problem(w, http.StatusBadRequest, "key_required", "add ?key= with the Idempotency-Key of the transfer")
+		return
+	}
+	rec, found, err := idem.Lookup(r.Context(), s.Transfers.DB, user, key)
+	if err != nil {
+		problem(w, http.StatusInternalServerError, "internal_error", "the key could not be looked up; try again")
+		return
+	}
+	if !found {
+		problem(w, http.StatusNotFound, "key_not_found", "no transfer was received under this key: it never arrived, or it was released after an error, so it is safe to send again")
+		return
+	}
+	out := map[string]any{"key": key, "status": rec.Status}
+	if rec.Status == "completed" {
+		out["responseStatus"] = rec.ResponseStatus
+		out["responseBody"] = json.RawMessage(rec.ResponseBody)
+	}
+	b, _ := json.Marshal(out)
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (s *Server) account(w http.ResponseWriter, r *http.Request, rawID string) {
+	user, ok := s.user(w, r)
+	if !ok {
+		return
+	}
+	notFound := func() { problem(w, http.StatusNotFound, "account_not_found", "account "+rawID+" was not found") }
+	id, err := strconv.ParseInt(rawID, 10, 64)
+	if err != nil {
+		notFound()
+		return
+	}
+	var a struct {
+		ID          int64  `json:"id"`
+		Holder      string `json:"holder"`
+		Status      string `json:"status"`
+		BalanceKobo int64  `json:"balanceKobo"`
+	}
+	var owner int64
+	err = s.DB.QueryRow(r.Context(), "SELECT id, owner_id, holder, status, balance_kobo FROM accounts WHERE id = $1::bigint", id).
+		Scan(&a.ID, &owner, &a.Holder, &a.Status, &a.BalanceKobo)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && owner != user {
+		notFound()
+		return
+	}
+	if err != nil {
+		problem(w, http.StatusInternalServerError, "internal_error", "the account could not be read; try again")
+		return
+	}
+	b, _ := json.Marshal(a)
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (s *Server) writeMetrics(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	for _, m := range []struct {
+		name, help string
+		v          *atomic.Int64
+	}{
+		{"bank_requests_total", "Requests served.", &s.Metrics.Requests},
+		{"bank_replays_total", "Transfer responses replayed from the key store.", &s.Metrics.Replays},
+		{"bank_conflicts_total", "409 answers: a copy arrived while the first was in progress.", &s.Metrics.Conflicts},
+		{"bank_unprocessable_total", "422 answers: business refusals and reused keys.", &s.Metrics.Unprocessable},
+		{"bank_takeovers_total", "Expired locks taken over by a retry.", &s.Metrics.Takeovers},
+		{"bank_lost_responses_total", "Responses lost on purpose (--lose-responses, --lose-rate).", &s.Metrics.Lost},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", m.name, m.help, m.name, m.name, m.v.Load())
+	}
+}
+
+func problem(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, idem.Problem(status, code, message).Body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body) // no newline: a replay is the stored body, byte for byte
+}
+
+var _ http.Handler = (*Server)(nil)

@@ -1,0 +1,226 @@
+// Package client is a transfer client that behaves the way the lesson
+// says a good app does: one key per intent, reused on every retry; retry
+// only what may succeed later; back off with full jitter; and when it
+// gives up, say the outcome is unknown, not failed.
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ErrOutcomeUnknown means every attempt failed in a way that says nothing
+// about whether the transfer happened. Check later with Lookup.
+var ErrOutcomeUnknown = errors.New("the transfer's outcome is unknown")
+
+// Client sends transfers to one server.
+type Client struct {
+	BaseURL     string
+	Token       string
+	HTTP        *http.Client
+	MaxAttempts int           // default 4
+	BaseDelay   time.Duration // first backoff ceiling; default 50ms
+	MaxDelay    time.Duration // largest backoff ceiling; default 5s
+	Rand        *rand.Rand    // jitter; the caller seeds it
+	// Sleep waits between attempts; tests and lessons pass a fake one.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Report hears about every attempt, as it ends.
+	Report func(Attempt)
+}
+
+// Attempt is one try at sending the request.
+type Attempt struct {
+	N        int
+	Status   int    // 0 when the network failed
+	Network  string // what failed, in a stable form, when Status is 0
+	Replayed bool
+	Retry    bool          // another attempt follows
+	Wait     time.Duration // the backoff before it
+}
+
+// Result is the answer that ended the attempts.
+type Result struct {
+	Status   int
+	Body     []byte
+	Replayed bool
+	Attempts int
+}
+
+// ShouldRetry is the lesson's retry policy: network errors, 409 (in
+// progress), 429 and 5xx may succeed later; anything else will not.
+func ShouldRetry(status int, networkErr bool) bool {
+	return networkErr || status == http.StatusConflict || status == http.StatusTooManyRequests || status >= 500
+}
+
+func (c *Client) attempts() int {
+	if c.MaxAttempts > 0 {
+		return c.MaxAttempts
+	}
+	return 4
+}
+
+// Backoff is the wait before attempt n+1: full jitter, a random time
+// between zero and a ceiling that doubles each attempt, but never less
+// than the server's Retry-After.
+func (c *Client) Backoff(n int, retryAfter time.Duration) time.Duration {
+	base, max := c.BaseDelay, c.MaxDelay
+	if base <= 0 {
+		base = 50 * time.Millisecond
+	}
+	if max <= 0 {
+		max = 5 * time.Second
+	}
+	ceiling := base << (n - 1)
+	if ceiling > max || ceiling <= 0 {
+		ceiling = max
+	}
+	var d time.Duration
+	if c.Rand != nil {
+		d = time.Duration(c.Rand.Int64N(int64(ceiling) + 1))
+	} else {
+		d = ceiling
+	}
+	if d < retryAfter {
+		d = retryAfter
+	}
+	return d
+}
+
+// Send posts a transfer under key, retrying as the policy allows. The key
+// must be made once per intent, before the first call, and saved with the
+// intent: a retry after the app restarts must reuse it.
+func (c *Client) Send(ctx context.Context, key string, body []byte) (Result, error) {
+	for n := 1; ; n++ {
+		res, retryAfter, netErr := c.once(ctx, key, body)
+		a := Attempt{N: n, Status: res.Status, Replayed: res.Replayed}
+		if netErr != nil {
+			a.Network = Classify(netErr)
+		}
+		a.Retry = ShouldRetry(res.Status, netErr != nil) && n < c.attempts() && ctx.Err() == nil
+		if a.Retry {
+			a.Wait = c.Backoff(n, retryAfter)
+		}
+		if c.Report != nil {
+			c.Report(a)
+		}
+		if !ShouldRetry(res.Status, netErr != nil) {
+			res.Attempts = n
+			return res, nil
+		}
+		if !a.Retry {
+			return Result{Attempts: n}, fmt.Errorf("%w after %d attempts: the transfer may or may not have happened; check with its key", ErrOutcomeUnknown, n)
+		}
+		if err := c.sleep(ctx, a.Wait); err != nil {
+			return Result{Attempts: n}, fmt.Errorf("%w: interrupted while waiting to retry", ErrOutcomeUnknown)
+		}
+	}
+}
+
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+func (c *Client) once(ctx context.Context, key string, body []byte) (Result, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", c.BaseURL+"/transfers", bytes.NewReader(body))
+	if err != nil {
+		return Result{}, 0, err
+	}
+	// net/http's Transport silently re-sends a request that carries an
+	// Idempotency-Key header when a reused connection fails, if it can
+	// rewind the body. This client must see and count every attempt it
+	// makes, so the body is made non-rewindable: the Transport then
+	// reports the failure instead of retrying on its own.
+	req.GetBody = nil
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return Result{}, 0, err
+	}
+	var retryAfter time.Duration
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		retryAfter = time.Duration(s) * time.Second
+	}
+	return Result{Status: resp.StatusCode, Body: b, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, retryAfter, nil
+}
+
+// Lookup asks the server what happened to the transfer sent under key:
+// "completed" with the stored answer, "in_progress", or "unknown" when the
+// server never received it (safe to send again).
+func (c *Client) Lookup(ctx context.Context, key string) (state string, body []byte, err error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.BaseURL+"/transfers?key="+url.QueryEscape(key), nil)
+	if err != nil {
+		return "", nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return "", nil, fmt.Errorf("asking the server: %s", Classify(err))
+	}
+	defer resp.Body.Close()
+	body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if bytes.Contains(body, []byte(`"status":"in_progress"`)) {
+			return "in_progress", body, nil
+		}
+		return "completed", body, nil
+	case http.StatusNotFound:
+		return "unknown", body, nil
+	}
+	return "", body, fmt.Errorf("the server answered %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+}
+
+// Classify names a network failure in words that do not change from run
+// to run (no addresses, ports or timings).
+func Classify(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection closed before the response"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timed out"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return "host not found"
+	}
+	return "network error"
+}

@@ -1,0 +1,117 @@
+package bank
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"strconv"
+	"strings"
+)
+
+// Naira formats whole kobo as naira with thousands separators, the way the
+// lesson prints money: ₦50,000, ₦10.50, -₦5,000.
+func Naira(kobo int64) string {
+	sign := ""
+	u := uint64(kobo)
+	if kobo < 0 {
+		sign, u = "-", uint64(-(kobo+1))+1 // no overflow for the smallest int64
+	}
+	whole, frac := u/100, u%100
+	digits := strconv.FormatUint(whole, 10)
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if frac != 0 {
+		fmt.Fprintf(&b, ".%02d", frac)
+	}
+	return sign + "₦" + b.String()
+}
+
+// Snapshot is the state the balances line and the invariant checks read.
+type Snapshot struct {
+	Holders   []string // first names, by account id
+	Balances  []int64  // kobo, by account id
+	Total     int64
+	Transfers int
+}
+
+// Line renders the lesson's balances line:
+// Ada ₦50,000, Bola ₦5,000, Chidi ₦20,000 | total ₦75,000 | transfers 0
+func (s Snapshot) Line() string {
+	parts := make([]string, len(s.Holders))
+	for i, h := range s.Holders {
+		parts[i] = h + " " + Naira(s.Balances[i])
+	}
+	return fmt.Sprintf("%s | total %s | transfers %d", strings.Join(parts, ", "), Naira(s.Total), s.Transfers)
+}
+
+// Read takes a snapshot of the accounts and the number of transfers.
+func Read(ctx context.Context, db DB) (Snapshot, error) {
+	var s Snapshot
+	rows, err := db.Query(ctx, "SELECT split_part(holder, ' ', 1), balance_kobo FROM accounts ORDER BY id")
+	if err != nil {
+		return s, fmt.Errorf("reading balances: %w", err)
+	}
+	var holder string
+	var balance int64
+	_, err = pgx.ForEachRow(rows, []any{&holder, &balance}, func() error {
+		s.Holders = append(s.Holders, holder)
+		s.Balances = append(s.Balances, balance)
+		s.Total += balance
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("reading balances: %w", err)
+	}
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&s.Transfers); err != nil {
+		return s, fmt.Errorf("counting transfers: %w", err)
+	}
+	return s, nil
+}
+
+// Balances is the lesson's balances line, read from db.
+func Balances(ctx context.Context, db DB) (string, error) {
+	s, err := Read(ctx, db)
+	return s.Line(), err
+}
+
+// Gap is an account whose balance disagrees with its ledger.
+type Gap struct {
+	Holder          string
+	Balance, Ledger int64
+}
+
+// Reconcile compares every balance with what the seed and the recorded
+// transfers say it should be. Money that moved without a transfer record
+// (or a record without the money) shows up here.
+func Reconcile(ctx context.Context, db DB) ([]Gap, error) {
+	opening := map[int64]int64{}
+	for _, a := range Seed {
+		opening[a.ID] = a.BalanceKobo
+	}
+	rows, err := db.Query(ctx, `SELECT a.id, split_part(a.holder, ' ', 1), a.balance_kobo,
+		  COALESCE((SELECT sum(amount_kobo) FROM transfers WHERE to_account = a.id), 0)
+		- COALESCE((SELECT sum(amount_kobo) FROM transfers WHERE from_account = a.id), 0)
+		FROM accounts a ORDER BY a.id`)
+	if err != nil {
+		return nil, fmt.Errorf("reconciling: %w", err)
+	}
+	var gaps []Gap
+	var id, balance, net int64
+	var holder string
+	_, err = pgx.ForEachRow(rows, []any{&id, &holder, &balance, &net}, func() error {
+		if want := opening[id] + net; want != balance {
+			gaps = append(gaps, Gap{Holder: holder, Balance: balance, Ledger: want})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reconciling: %w", err)
+	}
+	return gaps, nil
+}

@@ -1,0 +1,180 @@
+package pgserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	embeddedpostgres "github.com/fergusstrange/embedded-postgres"
+)
+
+// Binaries is a PostgreSQL installation that can run the lab's server.
+type Binaries struct {
+	Dir    string // holds bin/pg_ctl, bin/initdb and bin/postgres
+	Major  int    // PostgreSQL major version, e.g. 15
+	Source string // how it was found, for -v and error messages
+}
+
+// DownloadMajor is the version fetched by embedded-postgres when nothing
+// usable is installed.
+const DownloadMajor = 17
+
+// ErrNoBinaries means no PostgreSQL could be found or fetched.
+var ErrNoBinaries = errors.New("no PostgreSQL found: install PostgreSQL (e.g. apt install postgresql, brew install postgresql), pass --pg-binaries DIR, or use --database-url URL")
+
+func (b Binaries) bin(name string) string { return filepath.Join(b.Dir, "bin", name) }
+
+// libraryVersion is the embedded-postgres version string for a major
+// version. The library compares it with the data directory's PG_VERSION
+// by prefix, so the major number is what matters.
+func libraryVersion(major int) embeddedpostgres.PostgresVersion {
+	switch major {
+	case 18:
+		return embeddedpostgres.V18
+	case 17:
+		return embeddedpostgres.V17
+	case 16:
+		return embeddedpostgres.V16
+	case 15:
+		return embeddedpostgres.V15
+	case 14:
+		return embeddedpostgres.V14
+	case 13:
+		return embeddedpostgres.V13
+	}
+	return embeddedpostgres.PostgresVersion(fmt.Sprintf("%d.0.0", major))
+}
+
+// explicitBinaries checks a directory given with --pg-binaries or
+// BANK_PG_BINARIES. Both the installation root and its bin directory are
+// accepted.
+func explicitBinaries(dir string) (Binaries, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Binaries{}, err
+	}
+	for _, root := range []string{abs, filepath.Dir(abs)} {
+		b := Binaries{Dir: root, Source: "--pg-binaries " + dir}
+		if complete(b) {
+			b.Major, err = majorOf(b)
+			return b, err
+		}
+	}
+	return Binaries{}, fmt.Errorf("--pg-binaries %s: no bin/pg_ctl, bin/initdb and bin/postgres there; point it at a PostgreSQL installation such as /usr/lib/postgresql/15", dir)
+}
+
+func complete(b Binaries) bool {
+	for _, name := range []string{"pg_ctl", "initdb", "postgres"} {
+		info, err := os.Stat(b.bin(name))
+		if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)`)
+
+func majorOf(b Binaries) (int, error) {
+	out, err := exec.Command(b.bin("pg_ctl"), "--version").Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s --version: %w", b.bin("pg_ctl"), err)
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("%s --version printed %q, not a PostgreSQL version", b.bin("pg_ctl"), strings.TrimSpace(string(out)))
+	}
+	return strconv.Atoi(string(m[1]))
+}
+
+// libraryCacheDir is where embedded-postgres keeps the archives it
+// downloaded (its default when no CachePath is set).
+func libraryCacheDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".embedded-postgres-go"
+	}
+	return filepath.Join(home, ".embedded-postgres-go")
+}
+
+// cachedArchiveMajor returns the newest major version whose archive the
+// library has already downloaded for this platform, or 0.
+func cachedArchiveMajor(libCache string) int {
+	pattern := filepath.Join(libCache, fmt.Sprintf("embedded-postgres-binaries-%s-%s-*.txz", runtime.GOOS, libraryArch()))
+	matches, _ := filepath.Glob(pattern)
+	best := 0
+	for _, m := range matches {
+		v := strings.TrimSuffix(filepath.Base(m), ".txz")
+		v = v[strings.LastIndex(v, "-")+1:]
+		major, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+		if err == nil && major > best && strings.HasPrefix(string(libraryVersion(major)), v) {
+			best = major
+		}
+	}
+	return best
+}
+
+func libraryArch() string {
+	if runtime.GOARCH == "arm64" {
+		return "arm64v8"
+	}
+	return runtime.GOARCH
+}
+
+// installedBinaries looks for a PostgreSQL installed on the machine: on
+// PATH first, then the usual places of Debian, Red Hat, Homebrew and
+// Postgres.app.
+func installedBinaries() (Binaries, bool) {
+	var candidates []string
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		candidates = append(candidates, strings.TrimSpace(string(out)))
+	}
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			candidates = append(candidates, filepath.Dir(real))
+		}
+	}
+	for _, pattern := range []string{
+		"/usr/lib/postgresql/*/bin",
+		"/usr/pgsql-*/bin",
+		"/opt/homebrew/opt/postgresql@*/bin",
+		"/usr/local/opt/postgresql@*/bin",
+		"/Applications/Postgres.app/Contents/Versions/*/bin",
+	} {
+		candidates = append(candidates, newestFirst(pattern)...)
+	}
+	candidates = append(candidates, "/opt/homebrew/bin", "/usr/local/bin", "/usr/local/pgsql/bin")
+	for _, binDir := range candidates {
+		b := Binaries{Dir: filepath.Dir(binDir)}
+		if !complete(b) {
+			continue
+		}
+		major, err := majorOf(b)
+		if err != nil {
+			continue
+		}
+		b.Major = major
+		b.Source = "installed PostgreSQL " + strconv.Itoa(major) + " at " + b.Dir
+		return b, true
+	}
+	return Binaries{}, false
+}
+
+// newestFirst expands a glob whose * is a version number, newest first.
+func newestFirst(pattern string) []string {
+	matches, _ := filepath.Glob(pattern)
+	num := func(s string) int {
+		digits := regexp.MustCompile(`\d+`).FindString(s[strings.Index(pattern, "*"):])
+		n, _ := strconv.Atoi(digits)
+		return n
+	}
+	sort.Slice(matches, func(i, j int) bool { return num(matches[i]) > num(matches[j]) })
+	return matches
+}

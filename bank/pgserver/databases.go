@@ -1,0 +1,207 @@
+package pgserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Template describes a seeded database that scenario databases are cloned
+// from. It is built once per server and kept; its name carries a hash of
+// Version, so a changed schema gets a new template instead of a stale one.
+type Template struct {
+	Prefix  string                                       // e.g. "bank"; databases are named <prefix>_t_<hash> and <prefix>_s_<name>_<random>
+	Version string                                       // the schema and seed text, hashed into the template's name
+	Setup   func(ctx context.Context, c *pgx.Conn) error // builds the template's content
+}
+
+func (t Template) name() string {
+	sum := sha256.Sum256([]byte(t.Version))
+	return t.Prefix + "_t_" + hex.EncodeToString(sum[:5])
+}
+
+// Cluster hands out fresh databases on one PostgreSQL server, embedded or
+// the learner's own.
+type Cluster struct {
+	admin string // connection string of a database to run CREATE DATABASE from
+	tmpl  Template
+}
+
+// Database is one scenario's own database.
+type Database struct {
+	Name string
+	URL  string
+	c    *Cluster
+}
+
+// Open checks that the server at adminURL answers and that the template
+// exists, building it if needed.
+func Open(ctx context.Context, adminURL string, t Template) (*Cluster, error) {
+	c := &Cluster{admin: adminURL, tmpl: t}
+	conn, err := connect(ctx, adminURL)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	if err := c.ensureTemplate(ctx, conn); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// connect opens a connection and turns a failure into one line naming the
+// host and the reason, without the driver's noise.
+func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, &Error{fmt.Errorf("database URL is not valid: %s", redact(err.Error()))}
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, &Error{fmt.Errorf("cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, reason(err))}
+	}
+	return conn, nil
+}
+
+func reason(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Message + " (SQLSTATE " + pgErr.Code + ")"
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+const templateLockKey = 0x62616e6b // "bank"
+
+func (c *Cluster) ensureTemplate(ctx context.Context, conn *pgx.Conn) error {
+	name := c.tmpl.name()
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("looking for the template database: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	// Two processes may race to build it: one builds, the other waits.
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey); err != nil {
+		return fmt.Errorf("template lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", templateLockKey)
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil || exists {
+		return err
+	}
+	building := name + "_building"
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()); err != nil {
+		return fmt.Errorf("template: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()+" TEMPLATE template0"); err != nil {
+		return &Error{fmt.Errorf("cannot create databases on this server (the lab needs CREATEDB): %s", reason(err))}
+	}
+	tconn, err := connect(ctx, withDatabase(c.admin, building))
+	if err != nil {
+		return err
+	}
+	err = c.tmpl.Setup(ctx, tconn)
+	tconn.Close(ctx)
+	if err != nil {
+		return fmt.Errorf("building the template database: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("template: %w", err)
+	}
+	return nil
+}
+
+// NewDatabase clones the template into a fresh database for one scenario.
+func (c *Cluster) NewDatabase(ctx context.Context, label string) (*Database, error) {
+	conn, err := connect(ctx, c.admin)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	name := c.tmpl.Prefix + "_s_" + sanitize(label) + "_" + randomHex(4)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{c.tmpl.name()}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return &Database{Name: name, URL: withDatabase(c.admin, name), c: c}, nil
+}
+
+// Drop removes the database, closing any connections still open to it.
+func (d *Database) Drop(ctx context.Context) error {
+	conn, err := connect(ctx, d.c.admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
+
+// DropLeftovers removes scenario databases left by runs that were killed.
+// Only for a server the lab owns: on a shared server another process may
+// be using them.
+func (c *Cluster) DropLeftovers(ctx context.Context) error {
+	conn, err := connect(ctx, c.admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY datname", c.tmpl.Prefix+"_s_")
+	if err != nil {
+		return err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{n}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() > 30 {
+		return b.String()[:30]
+	}
+	return b.String()
+}
+
+// withDatabase returns connString pointed at another database. Both URL
+// and key=value forms are accepted.
+func withDatabase(connString, db string) string {
+	if u, err := url.Parse(connString); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + db
+		return u.String()
+	}
+	return connString + " dbname='" + strings.ReplaceAll(db, "'", `\'`) + "'"
+}

@@ -1,0 +1,82 @@
+// Package pgtest gives tests a real PostgreSQL: one server per test
+// binary (embedded, or the one in BANK_TEST_DATABASE_URL), and a fresh
+// database per test, cloned from the bank's seeded template.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/pgserver"
+)
+
+var (
+	cluster *pgserver.Cluster
+	server  *pgserver.Server
+)
+
+// Template is the bank's seeded template.
+func Template() pgserver.Template {
+	return pgserver.Template{Prefix: "bank", Version: bank.Version(), Setup: bank.Setup}
+}
+
+// Main starts the server, runs the tests and stops it. Use it from TestMain.
+func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := os.Getenv("BANK_TEST_DATABASE_URL")
+	if admin == "" {
+		s, err := pgserver.Start(ctx, pgserver.Options{CacheDir: os.Getenv("BANK_CACHE_DIR")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest: starting PostgreSQL:", err)
+			return 3
+		}
+		defer s.Stop()
+		server = s
+		admin = s.URL("postgres")
+	}
+	c, err := pgserver.Open(ctx, admin, Template())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		return 3
+	}
+	cluster = c
+	return m.Run()
+}
+
+// Cluster is the test binary's cluster.
+func Cluster() *pgserver.Cluster { return cluster }
+
+// Server is the embedded server, or nil when tests use their own.
+func Server() *pgserver.Server { return server }
+
+// DB gives the test a fresh seeded database, dropped when the test ends.
+func DB(t testing.TB) (*pgxpool.Pool, *pgserver.Database) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := cluster.NewDatabase(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		if err := db.Drop(context.Background()); err != nil {
+			t.Errorf("dropping %s: %v", db.Name, err)
+		}
+	})
+	return pool, db
+}

@@ -1,0 +1,74 @@
+// Package bank is the lesson's bank, written correctly: the schema and
+// seed, naira formatting, the balances line, and the transfer with every
+// rule of the lesson. Code that is wrong on purpose lives in the scenario
+// that teaches it, never here.
+package bank
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/idem"
+)
+
+// Schema is the lesson's database. Amounts are whole kobo (100 kobo = ₦1);
+// the CHECK constraints are the last line of defence against a bug.
+const Schema = `
+CREATE TABLE accounts (
+  id integer PRIMARY KEY,
+  owner_id integer NOT NULL,
+  holder text NOT NULL,
+  status text NOT NULL CHECK (status IN ('active', 'frozen', 'closed')),
+  balance_kobo bigint NOT NULL CHECK (balance_kobo >= 0)
+);
+CREATE TABLE transfers (
+  id serial PRIMARY KEY,
+  from_account integer NOT NULL REFERENCES accounts (id),
+  to_account integer NOT NULL REFERENCES accounts (id),
+  amount_kobo bigint NOT NULL CHECK (amount_kobo > 0)
+);
+`
+
+// Account is one row of the seed.
+type Account struct {
+	ID, Owner   int64
+	Holder      string
+	Status      string
+	BalanceKobo int64
+}
+
+// Seed is the bank every scenario starts from: ₦75,000 in total.
+var Seed = []Account{
+	{1, 1, "Ada Obi", "active", 5_000_000},
+	{2, 2, "Bola Ade", "active", 500_000},
+	{3, 3, "Chidi Eze", "frozen", 2_000_000},
+}
+
+// SeedTotal is the money in the bank; no transfer may change it.
+func SeedTotal() int64 {
+	var total int64
+	for _, a := range Seed {
+		total += a.BalanceKobo
+	}
+	return total
+}
+
+// Version identifies the schema and seed, so a template built from an
+// older one is never reused.
+func Version() string { return Schema + idem.Schema + fmt.Sprint(Seed) }
+
+// Setup creates the schema, the idempotency table and the seed.
+func Setup(ctx context.Context, db *pgx.Conn) error {
+	if _, err := db.Exec(ctx, Schema+idem.Schema); err != nil {
+		return fmt.Errorf("creating schema: %w", err)
+	}
+	for _, a := range Seed {
+		if _, err := db.Exec(ctx, "INSERT INTO accounts VALUES ($1, $2, $3, $4, $5)",
+			a.ID, a.Owner, a.Holder, a.Status, a.BalanceKobo); err != nil {
+			return fmt.Errorf("seeding %s: %w", a.Holder, err)
+		}
+	}
+	return nil
+}
