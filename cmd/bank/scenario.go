@@ -166,4 +166,3 @@ func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Dat
 	fmt.Fprintln(a.io.Err, "bank: the private PostgreSQL stays up until you press Ctrl-C")
 	<-ctx.Done()
 }
-
