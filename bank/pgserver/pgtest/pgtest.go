@@ -19,6 +19,7 @@ import (
 var (
 	cluster *pgserver.Cluster
 	server  *pgserver.Server
+	admin   string
 )
 
 // Template is the bank's seeded template.
@@ -34,7 +35,7 @@ func Main(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := os.Getenv("BANK_TEST_DATABASE_URL")
+	admin = os.Getenv("BANK_TEST_DATABASE_URL")
 	if admin == "" {
 		s, err := pgserver.Start(ctx, pgserver.Options{CacheDir: os.Getenv("BANK_CACHE_DIR")})
 		if err != nil {
@@ -50,9 +51,18 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
 		return 3
 	}
+	if server != nil {
+		if err := c.CopyFiles(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			return 3
+		}
+	}
 	cluster = c
 	return m.Run()
 }
+
+// AdminURL connects to the test server's maintenance database.
+func AdminURL() string { return admin }
 
 // Cluster is the test binary's cluster.
 func Cluster() *pgserver.Cluster { return cluster }
@@ -79,4 +89,24 @@ func DB(t testing.TB) (*pgxpool.Pool, *pgserver.Database) {
 		}
 	})
 	return pool, db
+}
+
+// CacheDir is a private cache directory for a test that starts servers of
+// its own. As root it is made under /var/tmp and opened to others
+// (t.TempDir is 0700, which the postgres account could not enter).
+func CacheDir(tb testing.TB) string {
+	tb.Helper()
+	parent := os.TempDir()
+	if os.Geteuid() == 0 {
+		parent = "/var/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, "bank-test-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

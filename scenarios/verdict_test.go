@@ -1,0 +1,60 @@
+package scenarios_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios"
+)
+
+// A scenario that claims to show a break which does not happen is not
+// reproduced, and its verdict names the check.
+func TestVerdictWhenTheLessonDoesNotReproduce(t *testing.T) {
+	sc := &scenarios.Scenario{
+		Name:    "claims-a-break",
+		Summary: "a correct transfer that claims money vanishes",
+		Breaks:  []scenarios.Check{scenarios.TotalKept},
+		Run: func(ctx context.Context, lab *scenarios.Lab) error {
+			lab.Intent("one tap", 1, 2, 1_000_000, 1)
+			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
+				_, err := bank.Transfer(ctx, tx, 1, []byte(`{"from":1,"to":2,"amountKobo":1000000}`))
+				return err
+			})
+		},
+	}
+	var out bytes.Buffer
+	v, err := scenarios.Run(context.Background(), pgtest.Cluster(), sc, &out, scenarios.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Reproduced || len(v.Differences()) != 1 || !strings.Contains(v.Differences()[0], `"total stays ₦75,000" was expected to break`) {
+		t.Fatalf("verdict %+v %v", v, v.Differences())
+	}
+	if !strings.Contains(out.String(), "verdict: NOT reproduced") {
+		t.Fatalf("transcript:\n%s", out.String())
+	}
+}
+
+// Each intent is checked both ways: twice is a break, and so is never.
+func TestOnceEachCatchesAMissingTransfer(t *testing.T) {
+	sc := &scenarios.Scenario{
+		Name: "forgets-to-send",
+		Run: func(ctx context.Context, lab *scenarios.Lab) error {
+			lab.Intent("a tap that was acknowledged", 1, 2, 500, 1)
+			return nil
+		},
+	}
+	v, err := scenarios.Run(context.Background(), pgtest.Cluster(), sc, &bytes.Buffer{}, scenarios.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Reproduced || !strings.Contains(v.Results[2].Detail, "moved money never, not once") {
+		t.Fatalf("%+v", v.Results)
+	}
+}
