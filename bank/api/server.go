@@ -60,6 +60,13 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,15 +75,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	note := s.route(sw, r)
 	s.Metrics.Requests.Add(1)
 	if s.Log != nil {
-		key := r.Header.Get("Idempotency-Key")
-		if len(key) > 8 {
-			key = key[:8] + "…"
+		if key := r.Header.Get("Idempotency-Key"); key != "" {
+			if len(key) > 8 {
+				key = key[:8] + "…"
+			}
+			note += " key=" + key
 		}
 		status := strconv.Itoa(sw.status)
 		if sw.status == 0 {
-			status = "lost"
+			status = "lost" // the connection was closed instead of answered
 		}
-		fmt.Fprintf(s.Log, "%s %s %s%s key=%s %s\n", r.Method, r.URL.Path, status, note, key, time.Since(start).Round(time.Microsecond))
+		fmt.Fprintf(s.Log, "%s %s %s%s %s\n", r.Method, r.URL.Path, status, note, time.Since(start).Round(time.Microsecond))
 	}
 }
 
@@ -165,7 +174,7 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) string {
 		s.Metrics.Lost.Add(1)
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
-			return note + " lost"
+			return note
 		}
 	}
 	if resp.Replayed {

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/bank/client"
+)
+
+// draft is one transfer intent, saved before its first attempt so that a
+// client that crashes or is killed resumes with the same key.
+type draft struct {
+	Key     string          `json:"key"`
+	Server  string          `json:"server"`
+	Token   string          `json:"token"`
+	Body    json.RawMessage `json:"body"`
+	SavedAt time.Time       `json:"savedAt"`
+}
+
+type sendFlags struct {
+	server, token, state string
+	from, to, amount     int64
+	resume, fresh        bool
+	attempts             int
+	deadline, backoff    time.Duration
+	seed                 uint64
+}
+
+func (a *app) sendCommand() *cobra.Command {
+	var f sendFlags
+	cmd := &cobra.Command{
+		Use:   "send --from N --to N --amount-kobo N",
+		Short: "Send a transfer the way a good app does: one key per intent, safe retries",
+		Long: `Send one transfer to a bank serve. The idempotency key is made once for this
+intent and saved with it (the draft) before the first attempt; every retry uses
+it, and so does "bank send --resume" after this client itself was killed.
+
+Retries only what may succeed later (network errors, 5xx, 409, 429), with
+exponential backoff and full jitter, honouring Retry-After, within --attempts
+and --deadline. When it gives up, the outcome is unknown, not failed: the
+draft is kept, and "bank status" asks the server what happened.
+
+Exit status: 0 the transfer was made, 1 the bank refused it, 2 bad command
+line, 4 outcome unknown.`,
+		Example: `  bank send --from 1 --to 2 --amount-kobo 1000000
+  bank send --resume
+  bank send --token token-bola --from 2 --to 1 --amount-kobo 50000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.send(cmd.Context(), f, cmd.Flags().Changed("seed"))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.server, "server", "http://127.0.0.1:8080", "the bank serve to send to")
+	fl.StringVar(&f.token, "token", "token-ada", "bearer token: token-ada, token-bola or token-chidi")
+	fl.Int64Var(&f.from, "from", 0, "account to send from (required)")
+	fl.Int64Var(&f.to, "to", 0, "account to send to (required)")
+	fl.Int64Var(&f.amount, "amount-kobo", 0, "amount in kobo, 100 kobo = ₦1 (required)")
+	fl.BoolVar(&f.resume, "resume", false, "finish the saved draft, with its key")
+	fl.BoolVar(&f.fresh, "new", false, "start a new intent even though a draft is pending")
+	fl.StringVar(&f.state, "state", "", "draft file (default $XDG_STATE_HOME/bank/draft.json, or ~/.local/state/bank/draft.json)")
+	fl.IntVar(&f.attempts, "attempts", 4, "attempts at most")
+	fl.DurationVar(&f.deadline, "deadline", 30*time.Second, "give up after this long")
+	fl.DurationVar(&f.backoff, "backoff", 50*time.Millisecond, "ceiling of the first backoff; it doubles each attempt, up to 5s")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed for the backoff jitter (default: random)")
+	return cmd
+}
+
+func (a *app) statePath(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if d := a.getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "bank", "draft.json"), nil
+	}
+	home := a.getenv("HOME")
+	if home == "" {
+		return "", usagef("no HOME to keep the draft in: pass --state FILE")
+	}
+	return filepath.Join(home, ".local", "state", "bank", "draft.json"), nil
+}
+
+func loadDraft(path string) (*draft, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d draft
+	if err := json.Unmarshal(raw, &d); err != nil || d.Key == "" {
+		return nil, fmt.Errorf("the draft file %s is damaged: look at it, then delete it", path)
+	}
+	return &d, nil
+}
+
+// saveDraft writes the draft atomically: a crash leaves the old file or the
+// new one, never half of one.
+func saveDraft(path string, d *draft) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	raw, _ := json.MarshalIndent(d, "", "  ")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(raw, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func newKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
+	if f.attempts < 1 {
+		return usagef("--attempts must be at least 1")
+	}
+	if f.backoff <= 0 || f.deadline <= 0 {
+		return usagef("--backoff and --deadline must be positive, such as 50ms and 30s")
+	}
+	path, err := a.statePath(f.state)
+	if err != nil {
+		return err
+	}
+	pending, err := loadDraft(path)
+	if err != nil {
+		return err
+	}
+	var d *draft
+	switch {
+	case f.resume && pending == nil:
+		return usagef("no pending transfer to resume in %s", path)
+	case f.resume:
+		d = pending
+	case pending != nil && !f.fresh:
+		return usagef("a transfer is still pending (key %s): finish it with bank send --resume, check it with bank status, or pass --new to start another", pending.Key)
+	default:
+		var missing []string
+		for name, v := range map[string]int64{"--from": f.from, "--to": f.to, "--amount-kobo": f.amount} {
+			if v == 0 {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			return usagef("missing %s: bank send --from 1 --to 2 --amount-kobo 1000000", strings.Join(slices.Sorted(slices.Values(missing)), ", "))
+		}
+		body, _ := json.Marshal(map[string]int64{"from": f.from, "to": f.to, "amountKobo": f.amount})
+		d = &draft{Key: newKey(), Server: strings.TrimRight(f.server, "/"), Token: f.token, Body: body, SavedAt: time.Now().UTC()}
+		if err := saveDraft(path, d); err != nil {
+			return fmt.Errorf("saving the draft before sending: %w", err)
+		}
+	}
+	seed := f.seed
+	if !seeded {
+		seed = mrand.Uint64()
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.deadline)
+	defer cancel()
+	c := &client.Client{
+		BaseURL:     d.Server,
+		Token:       d.Token,
+		HTTP:        &http.Client{Timeout: 10 * time.Second},
+		MaxAttempts: f.attempts,
+		BaseDelay:   f.backoff,
+		MaxDelay:    max(5*time.Second, f.backoff),
+		Rand:        mrand.New(mrand.NewPCG(seed, seed)),
+		Report: func(at client.Attempt) {
+			what := fmt.Sprintf("%d", at.Status)
+			if at.Status == 0 {
+				what = "network error (" + at.Network + ")"
+			} else if at.Replayed {
+				what += " replayed: true"
+			}
+			next := ""
+			if at.Retry {
+				next = fmt.Sprintf(", will retry in %s", at.Wait.Round(time.Millisecond))
+			}
+			fmt.Fprintf(a.io.Out, "attempt %d: %s%s\n", at.N, what, next)
+		},
+	}
+	fmt.Fprintf(a.io.Out, "sending %s to %s with Idempotency-Key %s\n", d.Body, d.Server, d.Key)
+	res, err := c.Send(ctx, d.Key, d.Body)
+	if err != nil {
+		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; check with: bank status   or retry with: bank send --resume\n", err, path)
+		return silentExit{exitUnknown}
+	}
+	os.Remove(path) // a definitive answer: the intent is settled
+	fmt.Fprintf(a.io.Out, "server answered %d: %s\n", res.Status, res.Body)
+	if res.Status/100 != 2 {
+		return fmt.Errorf("the bank refused the transfer: %s", errorCode(res.Body))
+	}
+	return nil
+}
+
+func errorCode(body []byte) string {
+	var p struct{ Error, Message string }
+	if json.Unmarshal(body, &p) == nil && p.Error != "" {
+		return p.Error + " (" + p.Message + ")"
+	}
+	return string(body)
+}
+
+func (a *app) statusCommand() *cobra.Command {
+	var server, token, state string
+	cmd := &cobra.Command{
+		Use:   "status [KEY]",
+		Short: "Ask the server what happened to a transfer, by its idempotency key",
+		Long: `Ask GET /transfers?key=KEY what happened to a transfer: completed (with the
+stored answer), still in progress, or never received (safe to send again).
+Without KEY, the pending draft's key, server and token are used.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := a.statePath(state)
+			if err != nil {
+				return err
+			}
+			d, err := loadDraft(path)
+			if err != nil {
+				return err
+			}
+			key := ""
+			if len(args) == 1 {
+				key = args[0]
+			}
+			if d != nil && (key == "" || key == d.Key) {
+				key = d.Key
+				if !cmd.Flags().Changed("server") {
+					server = d.Server
+				}
+				if !cmd.Flags().Changed("token") {
+					token = d.Token
+				}
+			}
+			if key == "" {
+				return usagef("name the idempotency key: bank status KEY (no pending draft in %s)", path)
+			}
+			c := &client.Client{BaseURL: strings.TrimRight(server, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Second}}
+			st, body, err := c.Lookup(cmd.Context(), key)
+			if err != nil {
+				return envError("%v", err)
+			}
+			switch st {
+			case "completed":
+				fmt.Fprintf(a.io.Out, "%s: completed: %s\n", key, body)
+				if d != nil && d.Key == key {
+					os.Remove(path)
+				}
+			case "in_progress":
+				fmt.Fprintf(a.io.Out, "%s: still in progress; ask again shortly\n", key)
+			default:
+				fmt.Fprintf(a.io.Out, "%s: the server never received it (or released it after an error): safe to send again with bank send --resume\n", key)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8080", "the bank serve to ask")
+	cmd.Flags().StringVar(&token, "token", "token-ada", "bearer token of the key's owner")
+	cmd.Flags().StringVar(&state, "state", "", "draft file (as for bank send)")
+	return cmd
+}

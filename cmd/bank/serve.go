@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+type serveFlags struct {
+	addr          string
+	loseResponses int64
+	loseRate      float64
+	seed          uint64
+	lockTTL       time.Duration
+	keep          bool
+}
+
+func (a *app) serveCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the transfer API over HTTP on a fresh, seeded bank",
+		Long: `Serve the lesson's transfer API on a fresh copy of the bank (Ada, Bola and
+Chidi) until Ctrl-C. Bearer tokens token-ada, token-bola and token-chidi stand
+for users 1, 2 and 3. See the README for every endpoint, status and error code.
+
+For demos, --lose-responses N loses the first N transfer responses after the
+transfer has committed (the connection is closed instead of answered), and
+--lose-rate P loses each later one with probability P.`,
+		Example: `  bank serve
+  bank serve --lose-responses 2          # then: bank send --from 1 --to 2 --amount-kobo 1000000
+  bank serve --addr 127.0.0.1:9000 --lock-ttl 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context(), f) },
+	}
+	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	cmd.Flags().Int64Var(&f.loseResponses, "lose-responses", 0, "lose the first N transfer responses, after the transfer committed")
+	cmd.Flags().Float64Var(&f.loseRate, "lose-rate", 0, "then lose each transfer response with this probability (0 to 1)")
+	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "seed for --lose-rate")
+	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", idem.DefaultLockTTL, "how long a request holds its key before a retry may take it over")
+	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the bank's database after the server stops (with --database-url)")
+	return cmd
+}
+
+func (a *app) serve(ctx context.Context, f serveFlags) error {
+	switch {
+	case f.loseResponses < 0:
+		return usagef("--lose-responses must be 0 or more")
+	case f.loseRate < 0 || f.loseRate > 1:
+		return usagef("--lose-rate must be between 0 and 1")
+	case f.lockTTL <= 0:
+		return usagef("--lock-ttl must be positive, such as 30s")
+	}
+	// Listen first: a taken port is reported before PostgreSQL starts.
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return envError("cannot listen on %s: %s; choose another with --addr", f.addr, reason(err))
+	}
+	defer ln.Close()
+
+	db, err := a.openDatabase(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	bankDB, err := db.cluster.NewDatabase(ctx, "serve")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if f.keep {
+			fmt.Fprintf(a.io.Err, "bank: kept database %s\n", bankDB.Name)
+			return
+		}
+		bankDB.Drop(context.WithoutCancel(ctx))
+	}()
+	cfg, err := pgxpool.ParseConfig(bankDB.URL)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = 16
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "10s"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	server := &api.Server{
+		Transfers: &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: f.lockTTL}},
+		DB:        pool,
+		Tokens:    api.Tokens,
+		Now:       time.Now, // the real clock: this is a real server
+		Log:       a.io.Err,
+		LoseFirst: f.loseResponses,
+		LoseRate:  f.loseRate,
+		Rand:      rand.New(rand.NewPCG(f.seed, f.seed)),
+	}
+	hs := &http.Server{
+		Handler:           server,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(a.io.Out, `bank is serving on %s  (Ctrl-C to stop)
+tokens: token-ada (user 1, account 1), token-bola (user 2, account 2), token-chidi (user 3, account 3)
+try it, twice, to see the second answer replayed:
+  curl -i -X POST %s/transfers -H 'Authorization: Bearer token-ada' -H 'Idempotency-Key: demo-key-0000000001' -H 'Content-Type: application/json' -d '{"from":1,"to":2,"amountKobo":1000000}'
+`, url, url)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	// Stop accepting, let requests in flight finish (bounded), then the
+	// deferred calls stop PostgreSQL.
+	fmt.Fprintln(a.io.Err, "bank: stopping: finishing requests in flight")
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+// reason is the last part of a network error, without addresses.
+func reason(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	return err.Error()
+}

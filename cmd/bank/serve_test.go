@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
+)
+
+// serveProcess starts `bank serve` as a real process on a free loopback
+// port and returns its URL; the server is stopped with SIGINT at cleanup,
+// and must exit 0.
+func serveProcess(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := command(t, pgtest.CacheDir(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("serve printed nothing: %v", err)
+	}
+	url := strings.Fields(strings.TrimPrefix(line, "bank is serving on "))[0]
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("serve after Ctrl-C: %v", err)
+		}
+	})
+	return url
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func request(t *testing.T, method, url, token, key, body string) reply {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	json.Unmarshal(raw, &r.body)
+	return r
+}
+
+const ok = `{"from":1,"to":2,"amountKobo":1000000}`
+
+func balance(t *testing.T, url string) float64 {
+	t.Helper()
+	r := request(t, "GET", url+"/accounts/1", "token-ada", "", "")
+	if r.status != 200 {
+		t.Fatalf("GET /accounts/1: %d %s", r.status, r.raw)
+	}
+	return r.body["balanceKobo"].(float64)
+}
+
+func TestServeStatuses(t *testing.T) {
+	url := serveProcess(t)
+	key := "statuses-key-000001"
+	cases := []struct {
+		name                     string
+		method, path, token, key string
+		body                     string
+		status                   int
+		code                     string
+	}{
+		{"no token", "POST", "/transfers", "", key, ok, 401, "unauthorized"},
+		{"unknown token", "POST", "/transfers", "token-eve", key, ok, 401, "unauthorized"},
+		{"malformed JSON", "POST", "/transfers", "token-ada", key, `{"from":`, 400, "invalid_json"},
+		{"trailing JSON", "POST", "/transfers", "token-ada", key, ok + ` {}`, 400, "invalid_json"},
+		{"unknown field", "POST", "/transfers", "token-ada", key, `{"from":1,"to":2,"amountKobo":1,"memo":"x"}`, 400, "invalid_json"},
+		{"not an object", "POST", "/transfers", "token-ada", key, `[1,2,3]`, 400, "invalid_json"},
+		{"huge body", "POST", "/transfers", "token-ada", key, `{"from":1,"to":2,"amountKobo":1` + strings.Repeat(" ", 17<<10) + `}`, 413, "body_too_large"},
+		{"no key", "POST", "/transfers", "token-ada", "", ok, 400, "idempotency_key_required"},
+		{"short key", "POST", "/transfers", "token-ada", "short", ok, 400, "idempotency_key_required"},
+		{"amount as a string", "POST", "/transfers", "token-ada", "string-amount-0001", `{"from":1,"to":2,"amountKobo":"100"}`, 400, "invalid_amount"},
+		{"first", "POST", "/transfers", "token-ada", key, ok, 201, ""},
+		{"same key, other amount", "POST", "/transfers", "token-ada", key, `{"from":1,"to":2,"amountKobo":5}`, 422, "idempotency_key_reused"},
+		{"same key, other user", "POST", "/transfers", "token-bola", key, `{"from":2,"to":1,"amountKobo":100}`, 201, ""},
+		{"someone else's account", "POST", "/transfers", "token-bola", "bola-takes-ada-0001", ok, 404, "account_not_found"},
+		{"wrong method", "PUT", "/transfers", "token-ada", key, ok, 405, "method_not_allowed"},
+		{"unknown path", "GET", "/nope", "", "", "", 404, "not_found"},
+		{"someone else's balance", "GET", "/accounts/1", "token-bola", "", "", 404, "account_not_found"},
+		{"unknown key", "GET", "/transfers?key=never-sent-0000001", "token-ada", "", "", 404, "key_not_found"},
+		{"another user's key", "GET", "/transfers?key=bola-takes-ada-0001", "token-ada", "", "", 404, "key_not_found"},
+		{"health", "GET", "/healthz", "", "", "", 200, ""},
+	}
+	for _, c := range cases {
+		r := request(t, c.method, url+c.path, c.token, c.key, c.body)
+		if r.status != c.status {
+			t.Errorf("%s: status %d, want %d (%s)", c.name, r.status, c.status, r.raw)
+			continue
+		}
+		if ct := r.header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s: Content-Type %q", c.name, ct)
+		}
+		if c.code != "" && (r.body["error"] != c.code || r.body["message"] == "") {
+			t.Errorf("%s: body %s, want error %s with a message", c.name, r.raw, c.code)
+		}
+	}
+	if r := request(t, "PUT", url+"/transfers", "token-ada", key, ok); r.header.Get("Allow") != "GET, POST" {
+		t.Errorf("405 without Allow: %v", r.header)
+	}
+	replay := request(t, "POST", url+"/transfers", "token-ada", key, `{"to":2,"amountKobo":1000000,"from":1}`)
+	first := request(t, "GET", url+"/transfers?key="+key, "token-ada", "", "")
+	if replay.status != 201 || replay.header.Get("Idempotent-Replayed") != "true" || first.body["status"] != "completed" {
+		t.Fatalf("replay %d %v, lookup %s", replay.status, replay.header, first.raw)
+	}
+	stored, _ := json.Marshal(first.body["responseBody"])
+	var a, b any
+	json.Unmarshal(stored, &a)
+	json.Unmarshal([]byte(replay.raw), &b)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("lookup %s and replay %s differ", stored, replay.raw)
+	}
+	if got := balance(t, url); got != 5_000_000-1_000_000+100 {
+		t.Fatalf("Ada's balance %v: bad input must change nothing", got)
+	}
+	metrics := request(t, "GET", url+"/metrics", "", "", "")
+	if !strings.Contains(metrics.raw, "bank_replays_total 1") || !strings.Contains(metrics.raw, "# TYPE bank_requests_total counter") {
+		t.Fatalf("metrics:\n%s", metrics.raw)
+	}
+}
+
+func TestServeFiftyCopiesMoveMoneyOnce(t *testing.T) {
+	url := serveProcess(t)
+	var wg sync.WaitGroup
+	statuses := make(chan int, 50)
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- request(t, "POST", url+"/transfers", "token-ada", "fifty-copies-000001", ok).status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	created := 0
+	for s := range statuses {
+		switch s {
+		case 201:
+			created++
+		case 409:
+		default:
+			t.Errorf("status %d", s)
+		}
+	}
+	if created == 0 || balance(t, url) != 4_000_000 {
+		t.Fatalf("created %d, balance %v: want money moved exactly once", created, balance(t, url))
+	}
+}
+
+func TestSendThroughLostResponses(t *testing.T) {
+	url := serveProcess(t, "--lose-responses", "2")
+	state := filepath.Join(t.TempDir(), "draft.json")
+	out, err := command(t, pgtest.CacheDir(t), "send", "--server", url, "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "1000000", "--seed", "1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"attempt 1: network error (connection closed before the response)", "attempt 2: network error", "attempt 3: 201 replayed: true"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if balance(t, url) != 4_000_000 {
+		t.Fatalf("balance %v after one intent", balance(t, url))
+	}
+}
+
+// TestSendKilledAndResumed: the first attempt commits but its response is
+// lost; the client is killed while it waits to retry; --resume reuses the
+// saved key and gets the replay. Money moves once.
+func TestSendKilledAndResumed(t *testing.T) {
+	url := serveProcess(t, "--lose-responses", "1")
+	state := filepath.Join(t.TempDir(), "draft.json")
+	cache := pgtest.CacheDir(t)
+	cmd := command(t, cache, "send", "--server", url, "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "1000000", "--backoff", "5s", "--seed", "3")
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Start()
+	sc := bufio.NewScanner(stdout)
+	var line string
+	for sc.Scan() {
+		if line = sc.Text(); strings.HasPrefix(line, "attempt 1:") {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !strings.Contains(line, "will retry in") {
+		t.Fatalf("first attempt: %q", line)
+	}
+	if wait, _ := time.ParseDuration(line[strings.LastIndex(line, " ")+1:]); wait < 500*time.Millisecond {
+		t.Fatalf("seed 3 should wait long enough to be killed first, waits %s", wait)
+	}
+	out, err := command(t, cache, "send", "--resume", "--state", state).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "attempt 1: 201 replayed: true") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if balance(t, url) != 4_000_000 {
+		t.Fatalf("balance %v: money moved more than once", balance(t, url))
+	}
+	if out, err := command(t, cache, "send", "--resume", "--state", state).CombinedOutput(); exitOf(err) != exitUsage {
+		t.Fatalf("a settled draft must not resume again: %v\n%s", err, out)
+	}
+}
+
+func TestSendToNoServerIsUnknown(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "draft.json")
+	cache := pgtest.CacheDir(t)
+	out, err := command(t, cache, "send", "--server", "http://127.0.0.1:1", "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "5", "--attempts", "2", "--backoff", "1ms").CombinedOutput()
+	if exitOf(err) != exitUnknown || !strings.Contains(string(out), "outcome is unknown") || !strings.Contains(string(out), "bank status") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, err = command(t, cache, "send", "--server", "http://127.0.0.1:1", "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "5").CombinedOutput()
+	if exitOf(err) != exitUsage || !strings.Contains(string(out), "still pending") {
+		t.Fatalf("a pending draft must not be silently replaced: %v\n%s", err, out)
+	}
+}
+
+func TestSendUsage(t *testing.T) {
+	r := cli(t, map[string]string{"HOME": t.TempDir()}, "send", "--from", "1", "--to", "2")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "missing --amount-kobo") {
+		t.Fatalf("%+v", r)
+	}
+	r = cli(t, map[string]string{"HOME": t.TempDir()}, "send", "--from", "1", "--to", "2", "--amount-kobo", "ten")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--amount-kobo") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func exitOf(err error) int {
+	if e, ok := err.(*exec.ExitError); ok {
+		return e.ExitCode()
+	}
+	if err == nil {
+		return 0
+	}
+	return -1
+}
+
+func TestServePortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := cli(t, nil, "serve", "--addr", l.Addr().String())
+	if r.code != exitEnv || !strings.Contains(r.stderr, "cannot listen on "+l.Addr().String()) {
+		t.Fatalf("%+v", r)
+	}
+	oneLine(t, r)
+}
