@@ -63,7 +63,8 @@ type Server struct {
 	slot     string
 	data     string
 	port     int
-	pid      int // the postmaster
+	pid      int  // the postmaster
+	reused   bool // the slot's cluster is from an earlier run
 	password string
 	lock     *os.File
 	watchdog *exec.Cmd
@@ -140,7 +141,20 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		s.release()
 		return nil, err
 	}
-	if err := s.start(ctx, o.Port); err != nil {
+	if err := s.startWatchdog(); err != nil {
+		s.release()
+		return nil, err
+	}
+	err = s.start(ctx, o.Port)
+	var taken portTaken
+	if err != nil && s.reused && !errors.As(err, &taken) && ctx.Err() == nil {
+		// A slot left damaged by an earlier run (a crash mid-write, a
+		// hand edit): start again from a fresh copy of the template.
+		if err = s.fillSlot(home, s.password, account); err == nil {
+			err = s.start(ctx, o.Port)
+		}
+	}
+	if err != nil {
 		s.release()
 		return nil, err
 	}
@@ -276,22 +290,31 @@ func (s *Server) prepare(home, slots string, account *runAs) error {
 	}
 	stamp, _ := os.ReadFile(filepath.Join(s.slot, "password"))
 	if string(stamp) != password || !fileExists(filepath.Join(s.data, "PG_VERSION")) {
-		if err := os.RemoveAll(s.slot); err != nil {
-			return envErr("clearing slot: %w", err)
-		}
-		if err := os.MkdirAll(s.slot, 0o755); err != nil {
-			return envErr("slot: %w", err)
-		}
-		if err := copyTree(filepath.Join(home, "template"), s.data); err != nil {
-			return envErr("copying the template cluster: %w", err)
-		}
-		if err := account.chown(s.data); err != nil {
-			return envErr("handing the cluster to %s: %w", account.name, err)
-		}
-		if err := os.WriteFile(filepath.Join(s.slot, "password"), []byte(password), 0o600); err != nil {
-			return envErr("slot: %w", err)
-		}
+		return s.fillSlot(home, password, account)
 	}
+	s.reused = true
+	return nil
+}
+
+// fillSlot gives the slot a fresh copy of the template cluster. The
+// password stamp is written last, so a copy cut short is redone next time.
+func (s *Server) fillSlot(home, password string, account *runAs) error {
+	if err := os.RemoveAll(s.slot); err != nil {
+		return envErr("clearing slot: %w", err)
+	}
+	if err := os.MkdirAll(s.slot, 0o755); err != nil {
+		return envErr("slot: %w", err)
+	}
+	if err := copyTree(filepath.Join(home, "template"), s.data); err != nil {
+		return envErr("copying the template cluster: %w", err)
+	}
+	if err := account.chown(s.data); err != nil {
+		return envErr("handing the cluster to %s: %w", account.name, err)
+	}
+	if err := os.WriteFile(filepath.Join(s.slot, "password"), []byte(password), 0o600); err != nil {
+		return envErr("slot: %w", err)
+	}
+	s.reused = false
 	return nil
 }
 
@@ -410,9 +433,6 @@ func (s *Server) startWatchdog() error {
 }
 
 func (s *Server) start(ctx context.Context, port int) error {
-	if err := s.startWatchdog(); err != nil {
-		return err
-	}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		p := port
@@ -428,12 +448,19 @@ func (s *Server) start(ctx context.Context, port int) error {
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "already listening") {
-			return envErr("port %d is taken: choose another with --pg-port, or leave it out for a free one", port)
+			return &Error{portTaken{port}}
 		}
 		return envErr("PostgreSQL did not start (full log: %s)\n%s", s.LogPath, s.logTail(15))
 	}
 	s.tellWatchdog()
 	return nil
+}
+
+// portTaken is the error for a --pg-port in use.
+type portTaken struct{ port int }
+
+func (p portTaken) Error() string {
+	return fmt.Sprintf("port %d is taken: choose another with --pg-port, or leave it out for a free one", p.port)
 }
 
 // tellWatchdog passes the postmaster's pid to the watchdog and remembers it.

@@ -254,3 +254,46 @@ func buildJar(t *testing.T, root string) []byte {
 	jar, _ := os.ReadFile(jarPath)
 	return jar
 }
+
+func breakConfig(t *testing.T, dataDir string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dataDir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\nshared_buffers = 'a lot'\n")
+	f.Close()
+}
+
+// TestDamagedSlotIsRebuilt: a slot whose cluster no longer starts is
+// copied again from the template, and the run goes on.
+func TestDamagedSlotIsRebuilt(t *testing.T) {
+	dir := pgtest.CacheDir(t)
+	s := start(t, pgserver.Options{CacheDir: dir})
+	s.Stop()
+	breakConfig(t, filepath.Join(filepath.Dir(s.LogPath), "data"))
+	again := start(t, pgserver.Options{CacheDir: dir})
+	if again.LogPath != s.LogPath {
+		t.Fatalf("expected the same slot, rebuilt: %s vs %s", again.LogPath, s.LogPath)
+	}
+	query(t, again.URL("postgres"), "SELECT 'up'")
+}
+
+// TestStartFailureShowsTheLog breaks the template itself: the error must
+// carry the end of PostgreSQL's log and the path of the whole log.
+func TestStartFailureShowsTheLog(t *testing.T) {
+	dir := pgtest.CacheDir(t)
+	s := start(t, pgserver.Options{CacheDir: dir})
+	s.Stop()
+	breakConfig(t, filepath.Join(filepath.Dir(s.LogPath), "data"))
+	templates, _ := filepath.Glob(filepath.Join(dir, "pg*", "template"))
+	breakConfig(t, templates[0])
+	_, err := pgserver.Start(context.Background(), pgserver.Options{CacheDir: dir})
+	if err == nil {
+		t.Fatal("a broken configuration started")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "PostgreSQL did not start (full log: "+s.LogPath+")") || !strings.Contains(msg, "shared_buffers") {
+		t.Fatalf("error does not show the log:\n%s", msg)
+	}
+}

@@ -303,3 +303,12 @@ func TestTwoProcessesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestCompletionOffersScenarioNames(t *testing.T) {
+	r := cli(t, nil, "__complete", "scenario", "")
+	for _, want := range append(scenarios.Names(), "list", "all") {
+		if !strings.Contains(r.stdout, want+"\t") {
+			t.Errorf("completion lacks %s:\n%s", want, r.stdout)
+		}
+	}
+}
