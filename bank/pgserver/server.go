@@ -13,7 +13,7 @@
 //	  slots/0.lock slots/0/     one running server each; a process holds the lock
 //	    data/  runtime/  postgres.log
 //
-// On Linux the slots live in memory, under /dev/shm/bank-<uid>/pg15-…/,
+// On Linux the slots live in memory, under /dev/shm/bank-<uid>/pg15-…-<hash of this path>/,
 // when that is available: the cluster is throwaway (fsync is off) and a
 // slow disk then cannot slow a run down. After a reboot a slot is simply
 // copied again from the template.
@@ -125,9 +125,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	sum := sha256.Sum256([]byte(real.Dir))
 	home := filepath.Join(cache, fmt.Sprintf("pg%d-%s", real.Major, hex.EncodeToString(sum[:4])))
-	slots := filepath.Join(memoryDir(filepath.Base(home)), "slots")
-	if slots == "slots" {
-		slots = filepath.Join(home, "slots")
+	// In memory, one directory per cache directory and installation.
+	homeSum := sha256.Sum256([]byte(home))
+	slots := filepath.Join(home, "slots")
+	if mem := memoryDir(filepath.Base(home) + "-" + hex.EncodeToString(homeSum[:4])); mem != "" {
+		slots = filepath.Join(mem, "slots")
 	}
 	if err := os.MkdirAll(slots, 0o755); err != nil {
 		return nil, envErr("cache directory: %w", err)
