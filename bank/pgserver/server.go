@@ -129,7 +129,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	homeSum := sha256.Sum256([]byte(home))
 	slots := filepath.Join(home, "slots")
 	if mem := memoryDir(filepath.Base(home) + "-" + hex.EncodeToString(homeSum[:4])); mem != "" {
-		slots = filepath.Join(mem, "slots")
+		collectMemory(filepath.Dir(mem))
+		if err := writeIfChanged(filepath.Join(mem, "home"), home, 0o644); err == nil {
+			slots = filepath.Join(mem, "slots")
+		}
 	}
 	if err := os.MkdirAll(slots, 0o755); err != nil {
 		return nil, envErr("cache directory: %w", err)
@@ -657,7 +660,61 @@ func memoryDir(name string) string {
 	if err != nil || !info.IsDir() || info.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
 		return ""
 	}
+	if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+		return ""
+	}
 	return filepath.Join(dir, name)
+}
+
+// collectMemory removes in-memory slot directories whose cache directory
+// is gone (each records its cache directory in a file named home), unless
+// a server is running in them.
+func collectMemory(root string) {
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		home, err := os.ReadFile(filepath.Join(dir, "home"))
+		if err != nil || fileExists(string(home)) {
+			continue
+		}
+		if slotsBusy(filepath.Join(dir, "slots")) {
+			continue
+		}
+		os.RemoveAll(dir)
+	}
+}
+
+// slotsBusy reports whether any slot lock in dir is held.
+func slotsBusy(dir string) bool {
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+	for _, l := range locks {
+		f, err := os.Open(l)
+		if err != nil {
+			continue
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		f.Close() // also releases the lock if we got it
+		if err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveCache deletes a cache directory and the in-memory slots that
+// belong to it. Servers using it must be stopped first.
+func RemoveCache(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return err
+	}
+	if mem := memoryDir(""); mem != "" {
+		collectMemory(mem)
+	}
+	return nil
 }
 
 // ProcessRunning reports whether pid is a live process. A zombie (exited,

@@ -107,6 +107,6 @@ func CacheDir(tb testing.TB) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
+	tb.Cleanup(func() { pgserver.RemoveCache(dir) })
 	return dir
 }
