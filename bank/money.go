@@ -38,6 +38,7 @@ type Snapshot struct {
 	Balances  []int64  // kobo, by account id
 	Total     int64
 	Transfers int
+	In, Out   int64 // deposits received and payouts made, kobo
 }
 
 // Line renders the lesson's balances line:
@@ -68,7 +69,9 @@ func Read(ctx context.Context, db DB) (Snapshot, error) {
 	if err != nil {
 		return s, fmt.Errorf("reading balances: %w", err)
 	}
-	if err := db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&s.Transfers); err != nil {
+	if err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM transfers),
+		(SELECT COALESCE(sum(amount_kobo), 0) FROM deposits), (SELECT COALESCE(sum(amount_kobo), 0) FROM payouts)`).
+		Scan(&s.Transfers, &s.In, &s.Out); err != nil {
 		return s, fmt.Errorf("counting transfers: %w", err)
 	}
 	return s, nil
@@ -86,9 +89,9 @@ type Gap struct {
 	Balance, Ledger int64
 }
 
-// Reconcile compares every balance with what the seed and the recorded
-// transfers say it should be. Money that moved without a transfer record
-// (or a record without the money) shows up here.
+// Reconcile compares every balance with what the seed and the records say
+// it should be: transfers in and out, deposits, payouts. Money that moved
+// without a record (or a record without the money) shows up here.
 func Reconcile(ctx context.Context, db DB) ([]Gap, error) {
 	opening := map[int64]int64{}
 	for _, a := range Seed {
@@ -97,6 +100,8 @@ func Reconcile(ctx context.Context, db DB) ([]Gap, error) {
 	rows, err := db.Query(ctx, `SELECT a.id, split_part(a.holder, ' ', 1), a.balance_kobo,
 		  COALESCE((SELECT sum(amount_kobo) FROM transfers WHERE to_account = a.id), 0)
 		- COALESCE((SELECT sum(amount_kobo) FROM transfers WHERE from_account = a.id), 0)
+		+ COALESCE((SELECT sum(amount_kobo) FROM deposits WHERE account_id = a.id), 0)
+		- COALESCE((SELECT sum(amount_kobo) FROM payouts WHERE account_id = a.id), 0)
 		FROM accounts a ORDER BY a.id`)
 	if err != nil {
 		return nil, fmt.Errorf("reconciling: %w", err)

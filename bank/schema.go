@@ -31,6 +31,32 @@ CREATE TABLE transfers (
 );
 `
 
+// Flows is the money that crosses the bank's edge, and what it owes
+// outside: deposits arrive (a provider's "payment received"), payouts
+// leave through a payment rail, and messages wait in the outbox.
+const Flows = `
+CREATE TABLE deposits (
+  id serial PRIMARY KEY,
+  account_id integer NOT NULL REFERENCES accounts (id),
+  amount_kobo bigint NOT NULL CHECK (amount_kobo > 0),
+  source text NOT NULL
+);
+CREATE TABLE payouts (
+  id serial PRIMARY KEY,
+  account_id integer NOT NULL REFERENCES accounts (id),
+  amount_kobo bigint NOT NULL CHECK (amount_kobo > 0),
+  reference text NOT NULL UNIQUE,
+  status text NOT NULL DEFAULT 'sending' CHECK (status IN ('sending', 'paid'))
+);
+CREATE TABLE outbox (
+  id serial PRIMARY KEY,
+  transfer_id integer NOT NULL REFERENCES transfers (id),
+  recipient text NOT NULL,
+  message text NOT NULL,
+  sent boolean NOT NULL DEFAULT false
+);
+`
+
 // Account is one row of the seed.
 type Account struct {
 	ID, Owner   int64
@@ -57,11 +83,11 @@ func SeedTotal() int64 {
 
 // Version identifies the schema and seed, so a template built from an
 // older one is never reused.
-func Version() string { return Schema + idem.Schema + fmt.Sprint(Seed) }
+func Version() string { return Schema + Flows + idem.Schema + fmt.Sprint(Seed) }
 
 // Setup creates the schema, the idempotency table and the seed.
 func Setup(ctx context.Context, db *pgx.Conn) error {
-	if _, err := db.Exec(ctx, Schema+idem.Schema); err != nil {
+	if _, err := db.Exec(ctx, Schema+Flows+idem.Schema); err != nil {
 		return fmt.Errorf("creating schema: %w", err)
 	}
 	for _, a := range Seed {

@@ -5,7 +5,6 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -36,13 +35,13 @@ type Check int
 const (
 	TotalKept    Check = iota // the bank's total stays ₦75,000
 	LedgerAgrees              // every balance is its opening balance plus its recorded transfers
-	OnceEach                  // each intent moved money exactly as often as it should: once, or never if refused
+	OnceEach                  // each intent took effect exactly as often as it should: once, or never if refused
 )
 
 var checkNames = map[Check]string{
 	TotalKept:    "total stays " + bank.Naira(bank.SeedTotal()),
 	LedgerAgrees: "balances match the ledger",
-	OnceEach:     "each intent moves money once",
+	OnceEach:     "each intent happens once",
 }
 
 // Expect says whether the scenario is a failure being demonstrated.
@@ -66,15 +65,23 @@ type Lab struct {
 
 	out      printer
 	step     string
-	intents  []intent
+	intents  []*Intent
 	sessions []*pgx.Conn
 }
 
-type intent struct {
-	label string
-	req   bank.Request
-	want  int
+// Intent is one user intent (or one event, or one side effect) and how
+// many times its effect should have happened.
+type Intent struct {
+	label  string
+	want   int
+	count  func(ctx context.Context) (int, error)
+	broken bool
 }
+
+// ShownBroken marks an intent that this story breaks on purpose (the
+// broken half of a side-by-side): the lesson is reproduced only if this
+// intent's count is wrong and every unmarked one is right.
+func (i *Intent) ShownBroken() *Intent { i.broken = true; return i }
 
 // Step starts a step of the lesson: with --explain its note is printed,
 // with --step the lab waits for Enter first.
@@ -100,9 +107,23 @@ func (l *Lab) Balances(ctx context.Context, label string) error {
 }
 
 // Intent declares one user intent and how many transfers it should cause
-// (1, or 0 when the bank must refuse it). The OnceEach check counts them.
-func (l *Lab) Intent(label string, from, to, amountKobo int64, want int) {
-	l.intents = append(l.intents, intent{label, bank.Request{From: from, To: to, AmountKobo: amountKobo}, want})
+// (1, or 0 when the bank must refuse it). The OnceEach check counts the
+// transfers with its accounts and amount.
+func (l *Lab) Intent(label string, from, to, amountKobo int64, want int) *Intent {
+	return l.Effect(label, want, func(ctx context.Context) (n int, err error) {
+		err = l.DB.QueryRow(ctx, "SELECT count(*) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3",
+			from, to, amountKobo).Scan(&n)
+		return n, err
+	})
+}
+
+// Effect declares an effect that must happen want times (an SMS
+// delivered, a payout made, an event applied); count reads how many times
+// it really did, from the database or from the fake that received it.
+func (l *Lab) Effect(label string, want int, count func(ctx context.Context) (int, error)) *Intent {
+	in := &Intent{label: label, want: want, count: count}
+	l.intents = append(l.intents, in)
+	return in
 }
 
 // Session opens a named session: a connection of its own, for a story with
@@ -151,16 +172,18 @@ func (c *Clock) Advance(d time.Duration) {
 
 // Result is one check's outcome.
 type Result struct {
-	Check    Check
-	Holds    bool
-	Expected bool // whether it was expected to hold
-	Detail   string
+	Check      Check
+	Holds      bool
+	Expected   bool // whether it was expected to hold
+	Detail     string
+	Unexpected []string // intents that did not come out as the story says
 }
 
 // Verdict is how a scenario ended.
 type Verdict struct {
 	Scenario   string
 	Reproduced bool // every check came out as the lesson teaches
+	ShowsBreak bool // the lesson breaks an invariant on purpose
 	Results    []Result
 }
 
@@ -168,6 +191,10 @@ type Verdict struct {
 func (v Verdict) Differences() []string {
 	var d []string
 	for _, r := range v.Results {
+		if len(r.Unexpected) > 0 {
+			d = append(d, fmt.Sprintf("%q: %s", checkNames[r.Check], strings.Join(r.Unexpected, "; ")))
+			continue
+		}
 		if r.Holds != r.Expected {
 			want := "hold"
 			if !r.Expected {
@@ -249,10 +276,18 @@ func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 	if err != nil {
 		return v, err
 	}
-	if s.Total == bank.SeedTotal() {
-		add(TotalKept, true, "")
+	// Money may cross the bank's edge (deposits in, payouts out), but only
+	// with a record: the total must be the seed plus what came in, minus
+	// what went out.
+	want := bank.SeedTotal() + s.In - s.Out
+	flows := ""
+	if s.In != 0 || s.Out != 0 {
+		flows = fmt.Sprintf("%s + %s in - %s out = %s", bank.Naira(bank.SeedTotal()), bank.Naira(s.In), bank.Naira(s.Out), bank.Naira(want))
+	}
+	if s.Total == want {
+		add(TotalKept, true, flows)
 	} else {
-		add(TotalKept, false, fmt.Sprintf("the total is %s: %s %s", bank.Naira(s.Total), bank.Naira(abs(s.Total-bank.SeedTotal())), map[bool]string{true: "appeared from nowhere", false: "vanished"}[s.Total > bank.SeedTotal()]))
+		add(TotalKept, false, strings.TrimPrefix(fmt.Sprintf("%s; the total is %s: %s %s", flows, bank.Naira(s.Total), bank.Naira(abs(s.Total-want)), map[bool]string{true: "appeared from nowhere", false: "vanished"}[s.Total > want]), "; "))
 	}
 
 	gaps, err := bank.Reconcile(ctx, l.DB)
@@ -266,21 +301,35 @@ func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 	add(LedgerAgrees, len(gaps) == 0, strings.Join(details, "; "))
 
 	details = nil
+	var unexpected []string
+	expectBreak := false
 	for _, in := range l.intents {
-		var n int
-		err := l.DB.QueryRow(ctx, "SELECT count(*) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3",
-			in.req.From, in.req.To, in.req.AmountKobo).Scan(&n)
+		n, err := in.count(ctx)
 		if err != nil {
-			return v, err
+			return v, fmt.Errorf("counting %s: %w", in.label, err)
 		}
+		expectBreak = expectBreak || in.broken
 		if n != in.want {
-			details = append(details, fmt.Sprintf("%s moved money %s, not %s", in.label, times(n), times(in.want)))
+			details = append(details, fmt.Sprintf("%s: %s, not %s", in.label, times(n), times(in.want)))
+		}
+		if (n != in.want) != in.broken {
+			state := "held"
+			if n != in.want {
+				state = "broke"
+			}
+			unexpected = append(unexpected, fmt.Sprintf("%s %s (%s)", in.label, state, times(n)))
 		}
 	}
-	if len(l.intents) == 0 {
-		return v, errors.New("scenario declared no intents")
+	holds := len(details) == 0
+	r := Result{Check: OnceEach, Holds: holds, Expected: !expectBreak && !sc.breaks(OnceEach), Detail: strings.Join(details, "; ")}
+	r.Unexpected = unexpected
+	v.Results = append(v.Results, r)
+	if r.Holds != r.Expected || len(unexpected) > 0 {
+		v.Reproduced = false
 	}
-	add(OnceEach, len(details) == 0, strings.Join(details, "; "))
+	for _, r := range v.Results {
+		v.ShowsBreak = v.ShowsBreak || !r.Expected
+	}
 	return v, nil
 }
 

@@ -17,7 +17,6 @@ var LostResponse = &Scenario{
 	Name:    "lost-response",
 	Summary: "the response is lost, the client retries, and one tap moves ₦20,000",
 	Section: "The response that never arrives",
-	Breaks:  []Check{OnceEach},
 	Explain: map[string]string{
 		"retry after a lost response": `The "network" delivers each attempt to the server, which commits; the
 first response is then lost. To the phone a lost response, a request that
@@ -31,7 +30,7 @@ never arrived and one that failed all look the same.
    |  <---------------- 201       |                              |`,
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).ShownBroken()
 		deliveries := 0
 		network := func(body string) (bank.Outcome, error) {
 			deliveries++

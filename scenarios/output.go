@@ -116,15 +116,25 @@ func (p *textPrinter) verdictLine(v Verdict) string {
 	switch {
 	case !v.Reproduced:
 		return p.bad.Sprint("verdict: NOT reproduced: ") + strings.Join(v.Differences(), "; ")
-	case len(p.sc.Breaks) > 0:
+	case v.ShowsBreak:
 		what := "the break above is"
-		if len(p.sc.Breaks) > 1 {
+		if broken(v) > 1 {
 			what = "the breaks above are"
 		}
 		return p.expected.Sprint("verdict: reproduced") + " - " + what + " the failure this lesson demonstrates"
 	default:
 		return p.good.Sprint("verdict: reproduced") + " - every invariant held, as the lesson teaches"
 	}
+}
+
+func broken(v Verdict) int {
+	n := 0
+	for _, r := range v.Results {
+		if !r.Holds {
+			n++
+		}
+	}
+	return n
 }
 
 type jsonPrinter struct {
