@@ -55,6 +55,10 @@ CREATE TABLE outbox (
   message text NOT NULL,
   sent boolean NOT NULL DEFAULT false
 );
+CREATE TABLE rewards (
+  account_id integer PRIMARY KEY REFERENCES accounts (id),
+  points bigint NOT NULL
+);
 `
 
 // Account is one row of the seed.

@@ -47,6 +47,15 @@ CREATE TABLE idempotency_keys (
   PRIMARY KEY (user_id, key)
 );
 CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+CREATE TABLE processed_events (
+  consumer text NOT NULL,
+  event_id text NOT NULL,
+  object_id text,
+  event_type text,
+  processed_at timestamptz NOT NULL,
+  PRIMARY KEY (consumer, event_id),
+  UNIQUE (consumer, object_id, event_type)
+);
 `
 
 // DefaultLockTTL is how long a claim holds a key before a retry may take

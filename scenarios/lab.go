@@ -177,6 +177,7 @@ type Result struct {
 	Expected   bool // whether it was expected to hold
 	Detail     string
 	Unexpected []string // intents that did not come out as the story says
+	Name       string   // the check's name as printed
 }
 
 // Verdict is how a scenario ended.
@@ -192,7 +193,7 @@ func (v Verdict) Differences() []string {
 	var d []string
 	for _, r := range v.Results {
 		if len(r.Unexpected) > 0 {
-			d = append(d, fmt.Sprintf("%q: %s", checkNames[r.Check], strings.Join(r.Unexpected, "; ")))
+			d = append(d, fmt.Sprintf("%q: %s", r.Name, strings.Join(r.Unexpected, "; ")))
 			continue
 		}
 		if r.Holds != r.Expected {
@@ -200,7 +201,7 @@ func (v Verdict) Differences() []string {
 			if !r.Expected {
 				want = "break"
 			}
-			d = append(d, fmt.Sprintf("%q was expected to %s", checkNames[r.Check], want))
+			d = append(d, fmt.Sprintf("%q was expected to %s", r.Name, want))
 		}
 	}
 	return d
@@ -266,7 +267,7 @@ func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, w printer
 func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 	v := Verdict{Scenario: sc.Name, Reproduced: true}
 	add := func(c Check, holds bool, detail string) {
-		r := Result{Check: c, Holds: holds, Expected: !sc.breaks(c), Detail: detail}
+		r := Result{Check: c, Holds: holds, Expected: !sc.breaks(c), Detail: detail, Name: checkNames[c]}
 		v.Results = append(v.Results, r)
 		if r.Holds != r.Expected {
 			v.Reproduced = false
@@ -289,6 +290,9 @@ func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 	} else {
 		add(TotalKept, false, strings.TrimPrefix(fmt.Sprintf("%s; the total is %s: %s %s", flows, bank.Naira(s.Total), bank.Naira(abs(s.Total-want)), map[bool]string{true: "appeared from nowhere", false: "vanished"}[s.Total > want]), "; "))
 	}
+	if flows != "" {
+		v.Results[len(v.Results)-1].Name = "total matches the books"
+	}
 
 	gaps, err := bank.Reconcile(ctx, l.DB)
 	if err != nil {
@@ -310,7 +314,7 @@ func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 		}
 		expectBreak = expectBreak || in.broken
 		if n != in.want {
-			details = append(details, fmt.Sprintf("%s: %s, not %s", in.label, times(n), times(in.want)))
+			details = append(details, fmt.Sprintf("%s: %s (should be %s)", in.label, times(n), times(in.want)))
 		}
 		if (n != in.want) != in.broken {
 			state := "held"
@@ -321,7 +325,7 @@ func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 		}
 	}
 	holds := len(details) == 0
-	r := Result{Check: OnceEach, Holds: holds, Expected: !expectBreak && !sc.breaks(OnceEach), Detail: strings.Join(details, "; ")}
+	r := Result{Check: OnceEach, Holds: holds, Expected: !expectBreak && !sc.breaks(OnceEach), Detail: strings.Join(details, "; "), Name: checkNames[OnceEach]}
 	r.Unexpected = unexpected
 	v.Results = append(v.Results, r)
 	if r.Holds != r.Expected || len(unexpected) > 0 {
@@ -350,4 +354,25 @@ func abs(n int64) int64 {
 		return -n
 	}
 	return n
+}
+
+// Kill ends a named session the way a crash would: the server terminates
+// its backend, rolling back whatever it had open. Kill returns once the
+// backend is gone.
+func (l *Lab) Kill(ctx context.Context, session *pgx.Conn) error {
+	pid := session.PgConn().PID()
+	if _, err := l.DB.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
+		return err
+	}
+	for i := 0; i < 500; i++ { // wait for the signal to land, not for a time
+		var alive bool
+		if err := l.DB.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive); err != nil {
+			return err
+		}
+		if !alive {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("backend %d did not end", pid)
 }

@@ -101,7 +101,7 @@ func (p *textPrinter) verdict(v Verdict) {
 		if !r.Holds {
 			mark = p.bad.Sprint("BROKEN")
 		}
-		name := checkNames[r.Check]
+		name := r.Name
 		line := fmt.Sprintf("  %s  %s%s", mark, name, strings.Repeat(" ", max(0, 30-utf8.RuneCountInString(name))))
 		if r.Detail != "" {
 			line += "  " + r.Detail
@@ -195,7 +195,7 @@ func (p *jsonPrinter) balances(step, label string, s bank.Snapshot) {
 func (p *jsonPrinter) verdict(v Verdict) {
 	var checks []jsonCheck
 	for _, r := range v.Results {
-		checks = append(checks, jsonCheck{checkNames[r.Check], r.Holds, r.Expected, r.Detail})
+		checks = append(checks, jsonCheck{r.Name, r.Holds, r.Expected, r.Detail})
 	}
 	reproduced := v.Reproduced
 	p.emit(event{Type: "verdict", Reproduced: &reproduced, Checks: checks})

@@ -13,6 +13,16 @@ var All = []*Scenario{
 	Concurrent,
 	Crash,
 	HTTP,
+	// Idempotency end to end.
+	Outbox,
+	Rails,
+	Webhook,
+	Consumer,
+	Retention,
+	// The lesson's exercises.
+	Ship,
+	Cleanup,
+	ShouldRetry,
 }
 
 // Lookup finds a scenario by name.

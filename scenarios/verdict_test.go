@@ -54,7 +54,7 @@ func TestOnceEachCatchesAMissingTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Reproduced || !strings.Contains(v.Results[2].Detail, "a tap that was acknowledged: never, not once") {
+	if v.Reproduced || !strings.Contains(v.Results[2].Detail, "a tap that was acknowledged: never (should be once)") {
 		t.Fatalf("%+v", v.Results)
 	}
 }

@@ -312,3 +312,27 @@ func TestCompletionOffersScenarioNames(t *testing.T) {
 		}
 	}
 }
+
+func TestKeysGC(t *testing.T) {
+	pool, db := pgtest.DB(t)
+	_, err := pool.Exec(context.Background(), `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at) VALUES
+		(1, 'old-completed', 'h', 'completed', NULL, NULL, now() - interval '48 hours'),
+		(1, 'new-completed', 'h', 'completed', NULL, NULL, now() - interval '1 hour'),
+		(1, 'old-stuck', 'h', 'in_progress', 'l', now() - interval '47 hours', now() - interval '48 hours'),
+		(1, 'old-but-locked', 'h', 'in_progress', 'l', now() + interval '1 hour', now() - interval '48 hours')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, nil, "keys", "gc", "--older-than", "24h", "--database-url", db.URL)
+	if r.code != 0 || !strings.Contains(r.stdout, "deleted 2 keys") || !strings.Contains(r.stdout, "old-completed\n  old-stuck\n") {
+		t.Fatalf("%+v", r)
+	}
+	var left int
+	pool.QueryRow(context.Background(), "SELECT count(*) FROM idempotency_keys").Scan(&left)
+	if left != 2 {
+		t.Fatalf("%d keys left, want new-completed and old-but-locked", left)
+	}
+	if r := cli(t, nil, "keys", "gc", "--older-than", "-1h"); r.code != exitUsage {
+		t.Fatalf("%+v", r)
+	}
+}

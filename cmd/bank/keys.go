@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/idem"
+)
+
+func (a *app) keysCommand() *cobra.Command {
+	keys := &cobra.Command{
+		Use:   "keys",
+		Short: "Look after the idempotency keys of a bank database",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	var olderThan time.Duration
+	gc := &cobra.Command{
+		Use:   "gc --older-than 24h",
+		Short: "Delete keys older than the window: completed ones, and in-progress ones whose lock expired",
+		Long: `Delete the idempotency keys created before now minus --older-than that are
+safe to delete: completed keys, and in-progress keys whose lock has expired.
+A key in progress with a valid lock is never deleted. A retry that arrives
+after its key is gone is treated as a new request, so the window must outlast
+every realistic retry (24 hours is common).
+
+With --database-url, the keys of that database are cleaned (the database the
+URL names, which must hold the bank's tables). With the private server, a
+fresh bank is started and cleaned: it has no keys yet.`,
+		Example: `  bank keys gc --older-than 24h --database-url postgres://me@localhost/bank`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if olderThan <= 0 {
+				return usagef("--older-than must be positive, such as 24h")
+			}
+			return a.keysGC(cmd.Context(), olderThan)
+		},
+	}
+	gc.Flags().DurationVar(&olderThan, "older-than", 24*time.Hour, "keep keys younger than this")
+	keys.AddCommand(gc)
+	return keys
+}
+
+func (a *app) keysGC(ctx context.Context, window time.Duration) error {
+	url := a.databaseURL
+	if url == "" {
+		url = a.getenv("DATABASE_URL")
+	}
+	note := ""
+	if url == "" {
+		db, err := a.openDatabase(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.close()
+		fresh, err := db.cluster.NewDatabase(ctx, "keys")
+		if err != nil {
+			return err
+		}
+		defer fresh.Drop(context.WithoutCancel(ctx))
+		url = fresh.URL
+		note = " (the private server starts a fresh bank each run; use --database-url for one that lives on)"
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return envError("database URL: %v", err)
+	}
+	defer pool.Close()
+	now := time.Now() // the real clock: this cleans a real database
+	deleted, err := idem.Prune(ctx, pool, now.Add(-window), now)
+	if err != nil {
+		return envError("%v", err)
+	}
+	fmt.Fprintf(a.io.Out, "deleted %d keys older than %s%s\n", len(deleted), window, note)
+	if len(deleted) > 0 {
+		fmt.Fprintln(a.io.Out, "  "+strings.Join(deleted, "\n  "))
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package scenarios
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/client"
+	"github.com/zudojs/bank/idem"
+)
+
+// The lesson's three exercises.
+
+// Ship: not every operation needs a key. Marking an order shipped names
+// its target state, so doing it twice is doing it once; the conditional
+// UPDATE says whether this call made the change, and only when it did not
+// is the row read to say why.
+var Ship = &Scenario{
+	Name:    "ship",
+	Summary: "exercise: a naturally idempotent update, mark an order shipped",
+	Section: "Practice: naturally idempotent",
+	Run: func(ctx context.Context, lab *Lab) error {
+		if _, err := lab.DB.Exec(ctx, bank.OrdersSchema+"; INSERT INTO orders VALUES (1, 'paid'), (2, 'cancelled')"); err != nil {
+			return err
+		}
+		lab.Effect("order 1 shipped", 1, orderIs(lab, 1, "shipped"))
+		lab.Effect("order 2, cancelled, shipped", 0, orderIs(lab, 2, "shipped"))
+		lab.Step("mark shipped")
+		for _, id := range []int64{1, 1, 2, 3} {
+			said, err := bank.MarkShipped(ctx, lab.DB, id)
+			if err != nil {
+				return err
+			}
+			lab.Say("%s", said)
+		}
+		return nil
+	},
+}
+
+func orderIs(lab *Lab, id int64, status string) func(context.Context) (int, error) {
+	return func(ctx context.Context) (n int, err error) {
+		err = lab.DB.QueryRow(ctx, "SELECT count(*) FROM orders WHERE id = $1 AND status = $2", id, status).Scan(&n)
+		return n, err
+	}
+}
+
+// Cleanup: the nightly job over three keys, as in the exercise: a
+// completed key from two days ago, a completed one from an hour ago, and
+// a stuck one from two days ago whose lock expired long since.
+var Cleanup = &Scenario{
+	Name:    "cleanup",
+	Summary: "exercise: delete keys older than 24 hours, never one with a valid lock",
+	Section: "Practice: clean up old keys",
+	Run: func(ctx context.Context, lab *Lab) error {
+		now := time.Date(2026, 9, 24, 3, 0, 0, 0, time.UTC)
+		ago := func(h int) time.Time { return now.Add(-time.Duration(h) * time.Hour) }
+		_, err := lab.DB.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at) VALUES
+			(1, 'old-completed', 'h', 'completed', NULL, NULL, $1),
+			(1, 'new-completed', 'h', 'completed', NULL, NULL, $2),
+			(1, 'old-stuck', 'h', 'in_progress', 'lock-1', $3, $1)`, ago(48), ago(1), ago(47))
+		if err != nil {
+			return err
+		}
+		lab.Step("the nightly job")
+		deleted, err := idem.Prune(ctx, lab.DB, ago(24), now)
+		if err != nil {
+			return err
+		}
+		kept, err := keys(ctx, lab)
+		if err != nil {
+			return err
+		}
+		lab.Say("deleted: %s", list(deleted))
+		lab.Say("kept: %s", list(kept))
+		return nil
+	},
+}
+
+// ShouldRetry: which outcomes may a client retry? Each outcome is played
+// for real: a loopback server answers the first attempt with it (or drops
+// the connection, for "network"), and the lab's client decides. The table
+// is what the client did.
+var ShouldRetry = &Scenario{
+	Name:    "should-retry",
+	Summary: "exercise: which outcomes the client retries, played through the real client",
+	Section: "Practice: which responses to retry?",
+	Run: func(ctx context.Context, lab *Lab) error {
+		var mu sync.Mutex
+		var first string
+		attempts := 0
+		stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			attempts++
+			n, outcome := attempts, first
+			mu.Unlock()
+			if n > 1 {
+				w.WriteHeader(http.StatusCreated)
+				return
+			}
+			if outcome == "network" {
+				conn, _, _ := http.NewResponseController(w).Hijack()
+				conn.Close()
+				return
+			}
+			code := map[string]int{"201": 201, "400": 400, "409": 409, "422": 422, "429": 429, "500": 500, "503": 503}[outcome]
+			w.WriteHeader(code)
+		})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		hs := &http.Server{Handler: stub, ReadHeaderTimeout: 5 * time.Second}
+		go hs.Serve(ln)
+		defer hs.Shutdown(context.WithoutCancel(ctx))
+		transport := &http.Transport{}
+		defer transport.CloseIdleConnections()
+		c := &client.Client{
+			BaseURL: "http://" + ln.Addr().String(), Token: "token-ada", MaxAttempts: 2,
+			HTTP:  &http.Client{Transport: transport, Timeout: 10 * time.Second},
+			Sleep: func(_ context.Context, d time.Duration) error { lab.Clock.Advance(d); return nil },
+		}
+		lab.Step("play each outcome")
+		for _, outcome := range []string{"network", "201", "400", "409", "422", "429", "500", "503"} {
+			mu.Lock()
+			first, attempts = outcome, 0
+			mu.Unlock()
+			if _, err := c.Send(ctx, "should-retry-key-0001", []byte(`{}`)); err != nil {
+				return err
+			}
+			mu.Lock()
+			retried := attempts > 1
+			mu.Unlock()
+			lab.Say("%-8s %t", outcome, retried)
+		}
+		return nil
+	},
+}

@@ -1,0 +1,143 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+)
+
+// The outside world, simulated: systems the bank calls but cannot roll
+// back. Each keeps its own record of what reached it, which is what the
+// invariant checks count.
+
+// SMSProvider delivers text messages. Given an idempotency key, it
+// delivers each key once, as real providers do; without one it delivers
+// every request.
+type SMSProvider struct {
+	mu        sync.Mutex
+	delivered []string // the texts, in order
+	keys      map[string]bool
+}
+
+// Send delivers text, unless key was seen before.
+func (p *SMSProvider) Send(key, to, text string) (delivered bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if key != "" {
+		if p.keys == nil {
+			p.keys = map[string]bool{}
+		}
+		if p.keys[key] {
+			return false
+		}
+		p.keys[key] = true
+	}
+	p.delivered = append(p.delivered, to+": "+text)
+	return true
+}
+
+// Count is how many messages with this text reached phones.
+func (p *SMSProvider) Count(text string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, d := range p.delivered {
+		if d == text {
+			n++
+		}
+	}
+	return n
+}
+
+// errRailTimeout is what the bank sees when the rail accepted a payment
+// but its answer never came back.
+var errRailTimeout = errors.New("the rail did not answer in time")
+
+// Rail is another bank's payment system: it pays every reference it is
+// given, once per reference, and can lose its answer after accepting.
+type Rail struct {
+	mu       sync.Mutex
+	paid     map[string]int64 // reference -> kobo
+	order    []string
+	loseNext int // lose the answer of the next N payments, after paying
+}
+
+// Pay pays reference, once.
+func (r *Rail) Pay(_ context.Context, reference string, amountKobo int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.paid == nil {
+		r.paid = map[string]int64{}
+	}
+	if _, ok := r.paid[reference]; !ok {
+		r.paid[reference] = amountKobo
+		r.order = append(r.order, reference)
+	}
+	if r.loseNext > 0 {
+		r.loseNext--
+		return errRailTimeout
+	}
+	return nil
+}
+
+// Seen answers a status enquiry.
+func (r *Rail) Seen(_ context.Context, reference string) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.paid[reference]
+	return ok, nil
+}
+
+// Payments is how many payments the rail made whose reference starts with
+// prefix (one intent's attempt family, or its attempts).
+func (r *Rail) Payments(prefix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ref := range r.order {
+		if len(ref) >= len(prefix) && ref[:len(prefix)] == prefix {
+			n++
+		}
+	}
+	return n
+}
+
+// Queue delivers messages at least once: a message stays until it is
+// acknowledged, and every consumer that asks gets the unacknowledged ones.
+type Queue struct {
+	mu    sync.Mutex
+	msgs  map[string]string // id -> body
+	acked map[string]bool
+}
+
+// Publish adds a message.
+func (q *Queue) Publish(id, body string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.msgs == nil {
+		q.msgs, q.acked = map[string]string{}, map[string]bool{}
+	}
+	q.msgs[id] = body
+}
+
+// Pending lists the unacknowledged message ids, in order.
+func (q *Queue) Pending() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var ids []string
+	for id := range q.msgs {
+		if !q.acked[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Ack removes a message for good.
+func (q *Queue) Ack(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.acked[id] = true
+}

@@ -1,0 +1,146 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank"
+)
+
+// A transfer must also send an SMS, and the database cannot un-send one.
+// Sent inside the transaction, the SMS goes out even when the commit then
+// fails. Sent after the commit, it is lost if the server dies first. The
+// outbox writes the message in the transfer's own transaction; a worker
+// sends it and marks it sent. A worker that dies between the two sends it
+// again, and the provider, given the outbox row's id as idempotency key,
+// delivers it once.
+var Outbox = &Scenario{
+	Name:    "outbox",
+	Summary: "an SMS per transfer: sent in the transaction or after it goes wrong; the outbox delivers once",
+	Section: "Side effects outside the database",
+	Explain: map[string]string{
+		"broken: send inside the transaction": "The SMS is sent before COMMIT. The app's connection then dies, and the transfer rolls back.",
+		"broken: send after the commit":       "The transfer commits, then the server dies before it sends the SMS.",
+		"safe: the outbox":                    "Transfer and outbox row commit together. Worker 1 sends, then its connection dies before\nit marks the row sent; worker 2 sends again with the same key.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		sms := &SMSProvider{}
+		delivered := func(text string) func(context.Context) (int, error) {
+			return func(context.Context) (int, error) { return sms.Count(text), nil }
+		}
+
+		lab.Step("broken: send inside the transaction")
+		lab.Intent("the ₦10,000 transfer whose commit failed", 1, 2, 1_000_000, 0)
+		lab.Effect("the SMS for the failed ₦10,000 transfer", 0, delivered("Ada: You sent ₦10,000 to Bola")).ShownBroken()
+		app, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		if err := sendInsideTransaction(ctx, lab, app, sms); err != nil {
+			return err
+		}
+		if err := lab.Balances(ctx, ""); err != nil {
+			return err
+		}
+
+		lab.Step("broken: send after the commit")
+		lab.Intent("the ₦2,000 transfer", 1, 2, 200_000, 1)
+		lab.Effect("the SMS for the ₦2,000 transfer", 1, delivered("Ada: You sent ₦2,000 to Bola")).ShownBroken()
+		if err := sendAfterCommit(ctx, lab); err != nil {
+			return err
+		}
+
+		lab.Step("safe: the outbox")
+		lab.Intent("the ₦5,000 transfer", 1, 2, 500_000, 1)
+		lab.Effect("the SMS for the ₦5,000 transfer", 1, delivered("Ada: You sent ₦5,000 to Bola"))
+		err = pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
+			o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 500000}`))
+			if err != nil || o.Receipt == nil {
+				return errors.Join(err, fmt.Errorf("transfer refused: %s", o.Label()))
+			}
+			lab.Say("transfer %d and its outbox message committed together", o.Receipt.TransferID)
+			return bank.Notice(ctx, tx, *o.Receipt)
+		})
+		if err != nil {
+			return err
+		}
+		worker1, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = bank.DeliverOne(ctx, worker1, func(ctx context.Context, m bank.Message) error {
+			sms.Send(m.Key(), m.Recipient, m.Text)
+			lab.Say("worker 1 sent message %d (key %s), then its connection died before marking it sent", m.ID, m.Key())
+			return lab.Kill(ctx, worker1)
+		})
+		if err == nil {
+			return errors.New("worker 1 should not have been able to mark the message sent")
+		}
+		for {
+			m, err := bank.DeliverOne(ctx, lab.DB, func(ctx context.Context, m bank.Message) error {
+				if sms.Send(m.Key(), m.Recipient, m.Text) {
+					lab.Say("worker 2 sent message %d: delivered", m.ID)
+				} else {
+					lab.Say("worker 2 sent message %d again: the provider already had key %s, no second SMS", m.ID, m.Key())
+				}
+				return nil
+			})
+			if errors.Is(err, bank.ErrOutboxEmpty) {
+				lab.Say("worker 2: the outbox is empty")
+				break
+			}
+			if err != nil {
+				return err
+			}
+			_ = m
+		}
+		lab.Say("SMS delivered for the ₦5,000 transfer: %d", sms.Count("Ada: You sent ₦5,000 to Bola"))
+		return lab.Balances(ctx, "")
+	},
+}
+
+// sendInsideTransaction is BROKEN ON PURPOSE: the SMS leaves before the
+// commit, and the commit then fails.
+func sendInsideTransaction(ctx context.Context, lab *Lab, app *pgx.Conn, sms *SMSProvider) error {
+	tx, err := app.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`))
+	if err != nil {
+		return err
+	}
+	sms.Send("", "Ada", fmt.Sprintf("You sent %s to Bola", bank.Naira(o.Receipt.AmountKobo)))
+	lab.Say("SMS sent: \"You sent ₦10,000 to Bola\" (before COMMIT)")
+	if err := lab.Kill(ctx, app); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		lab.Say("COMMIT failed: the connection to the database was lost; the transfer rolled back")
+	} else {
+		return errors.New("the commit should have failed")
+	}
+	lab.Say("SMS delivered for a transfer that never happened: %d", sms.Count("Ada: You sent ₦10,000 to Bola"))
+	return nil
+}
+
+// sendAfterCommit is BROKEN ON PURPOSE: the SMS would be sent after the
+// commit, and the server dies in between.
+func sendAfterCommit(ctx context.Context, lab *Lab) error {
+	var id int64
+	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
+		o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`))
+		if o.Receipt != nil {
+			id = o.Receipt.TransferID
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	lab.Say("transfer %d committed; the server crashed before sending its SMS", id)
+	return nil
+}

@@ -1,0 +1,89 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/zudojs/bank/bank"
+)
+
+// Ada pays someone at another bank through a payment rail. The rail takes
+// the payment and then its answer times out. Retrying with a new
+// reference looks like a new payment to the rail, which pays again. The
+// safe way keeps one reference per attempt family, asks the rail about it
+// before retrying, and retries only a reference the rail never saw; and
+// the ledger's unique reference refuses a second payout row for it.
+var Rails = &Scenario{
+	Name:    "rails",
+	Summary: "a payout to another bank times out after the rail accepted it: a new reference pays twice",
+	Section: "Outbound to rails: one reference per attempt family",
+	Explain: map[string]string{
+		"broken: a new reference per retry":     "The rail pays, then its answer is lost. The retry carries a fresh reference.",
+		"safe: one reference, a status enquiry": "The reference is stored with the payout before the first call. After a timeout the bank asks\nthe rail whether it has that reference, and retries only if it has not.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		rail := &Rail{}
+		paid := func(prefix string) func(context.Context) (int, error) {
+			return func(context.Context) (int, error) { return rail.Payments(prefix), nil }
+		}
+
+		lab.Step("broken: a new reference per retry")
+		lab.Effect("Ada's ₦10,000 payout, paid by the rail", 1, paid("naive-")).ShownBroken()
+		rail.loseNext = 1
+		if err := payoutNewReferenceEachTry(ctx, lab, rail); err != nil {
+			return err
+		}
+		lab.Say("the rail paid %s for one payout", times(rail.Payments("naive-")))
+
+		lab.Step("safe: one reference, a status enquiry")
+		lab.Effect("Ada's ₦5,000 payout, paid by the rail", 1, paid("po-0002"))
+		rail.loseNext = 1
+		res, err := bank.Payout(ctx, lab.DB, rail, 1, 500_000, "po-0002", 3)
+		if err != nil {
+			return err
+		}
+		lab.Say("attempts %d, status enquiries %d: the rail had po-0002, so no retry", res.Attempts, res.Enquiries)
+		lab.Say("the rail paid %s for one payout", times(rail.Payments("po-0002")))
+
+		_, err = lab.DB.Exec(ctx, "INSERT INTO payouts (account_id, amount_kobo, reference) VALUES (1, 500000, 'po-0002')")
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			return fmt.Errorf("a second payout row for po-0002 should be refused, got %v", err)
+		}
+		lab.Say("a second payout row for po-0002: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+		return lab.Balances(ctx, "")
+	},
+}
+
+// payoutNewReferenceEachTry is BROKEN ON PURPOSE: the debit and payout row
+// are written once, but every retry of the rail call gets a fresh
+// reference, so the rail cannot know it is the same payment.
+func payoutNewReferenceEachTry(ctx context.Context, lab *Lab, rail *Rail) error {
+	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo - 1000000 WHERE id = 1"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO payouts (account_id, amount_kobo, reference) VALUES (1, 1000000, 'naive-1')")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for attempt := 1; attempt <= 3; attempt++ {
+		ref := fmt.Sprintf("naive-%d", attempt)
+		if _, err := lab.DB.Exec(ctx, "UPDATE payouts SET reference = $1 WHERE reference LIKE 'naive-%'", ref); err != nil {
+			return err
+		}
+		if err := rail.Pay(ctx, ref, 1_000_000); err != nil {
+			lab.Say("attempt %d with reference %s: %v", attempt, ref, err)
+			continue
+		}
+		lab.Say("attempt %d with reference %s: paid", attempt, ref)
+		break
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// Keys cannot be kept for ever, so a clean-up job deletes old ones. It may
+// delete completed keys and in-progress keys whose lock has expired, never
+// one whose lock is still valid. And a retry that comes after its key was
+// deleted is a new request: here Ada's phone, offline for a day, retries
+// after 25 hours. With a 48-hour window the retry is replayed; with a
+// 24-hour window the same retry moves her money a second time. The
+// window must outlast every realistic retry.
+var Retention = &Scenario{
+	Name:    "retention",
+	Summary: "old keys are deleted; a retry that outlives its key moves money again",
+	Section: "Key retention",
+	Explain: map[string]string{
+		"day one":      "Two intents complete; their phones never see the answers.",
+		"next day":     "25 hours later: a key in progress whose lock a retry took over seconds ago, and the clean-up.",
+		"late retries": "The phones come back online and retry with their keys.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		h := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		ada := api.Call{UserID: 1, Key: "ada-offline-0000000001", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`)}
+		bola := api.Call{UserID: 2, Key: "bola-offline-000000001", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
+		lab.Intent("Ada's ₦10,000 intent", 1, 2, 1_000_000, 1).ShownBroken()
+		lab.Intent("Bola's ₦1,000 intent", 2, 1, 100_000, 1)
+		send := func(who string, c api.Call) error {
+			c.Now = lab.Clock.Now()
+			r, err := h.Handle(ctx, c)
+			if err != nil {
+				return err
+			}
+			lab.Reply(r.Status, r.Replayed, r.Body, "%s %s: %d %s%s", lab.Clock.Now().Format("Jan 2 15:04"), who, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+			return nil
+		}
+
+		lab.Step("day one")
+		lab.Clock.At(0)
+		if err := send("Ada's key", ada); err != nil {
+			return err
+		}
+		if err := send("Bola's key", bola); err != nil {
+			return err
+		}
+
+		lab.Step("next day")
+		now := lab.Clock.At(25 * time.Hour)
+		_, err := lab.DB.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+			VALUES (3, 'chidi-slow-000000000001', 'h', 'in_progress', 'taken-over', $1, $2)`, now.Add(20*time.Second), now.Add(-30*time.Hour))
+		if err != nil {
+			return err
+		}
+		lab.Say("Chidi's key: in progress since yesterday, its lock taken over 10 s ago by a retry")
+		for _, window := range []time.Duration{48 * time.Hour, 24 * time.Hour} {
+			deleted, err := idem.Prune(ctx, lab.DB, now.Add(-window), now)
+			if err != nil {
+				return err
+			}
+			kept, err := keys(ctx, lab)
+			if err != nil {
+				return err
+			}
+			lab.Say("clean-up, keeping %d h: deleted %s; kept %s", int(window.Hours()), list(deleted), list(kept))
+			if window == 48*time.Hour {
+				lab.Step("late retries")
+				if err := send("Bola's phone retries", bola); err != nil {
+					return err
+				}
+			}
+		}
+		if err := send("Ada's phone retries", ada); err != nil {
+			return err
+		}
+		return lab.Balances(ctx, "")
+	},
+}
+
+func keys(ctx context.Context, lab *Lab) ([]string, error) {
+	rows, err := lab.DB.Query(ctx, "SELECT key FROM idempotency_keys ORDER BY key")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
