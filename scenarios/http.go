@@ -32,6 +32,7 @@ var HTTP = &Scenario{
 		server := &api.Server{
 			Transfers: &api.Transfers{DB: lab.DB, Keys: &idem.Store{}},
 			DB:        lab.DB,
+			Keys:      lab.DB,
 			Tokens:    api.Tokens,
 			Now:       lab.Clock.Now,
 			LoseFirst: 1, // the tunnel

@@ -63,10 +63,12 @@ type Lab struct {
 	Clock *Clock
 	Rand  *rand.Rand
 
-	out      printer
-	step     string
-	intents  []*Intent
-	sessions []*pgx.Conn
+	out       printer
+	step      string
+	intents   []*Intent
+	sessions  []*pgx.Conn
+	bank      string // the bank binary, for scenarios that start servers
+	processes []*ServeProcess
 }
 
 // Intent is one user intent (or one event, or one side effect) and how
@@ -218,6 +220,9 @@ type Options struct {
 	// Kept.
 	Keep bool
 	Kept func(db *pgserver.Database)
+	// Bank is the bank binary, for scenarios that start bank serve
+	// processes of their own.
+	Bank string
 }
 
 // Run runs one scenario in a fresh database and checks the invariants.
@@ -246,8 +251,12 @@ func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, w printer
 		Clock: &Clock{now: LessonStart},
 		Rand:  rand.New(rand.NewPCG(2026, 924)),
 		out:   newPrinter(w, sc, o),
+		bank:  o.Bank,
 	}
 	defer func() {
+		for _, p := range lab.processes {
+			p.Stop()
+		}
 		for _, s := range lab.sessions {
 			s.Close(context.WithoutCancel(ctx))
 		}

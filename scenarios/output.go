@@ -22,6 +22,7 @@ type response struct {
 }
 
 type printer interface {
+	sideBySide(v MistakeVerdict)
 	begin()
 	step(title string)
 	line(step, text string, r *response)
@@ -112,6 +113,28 @@ func (p *textPrinter) verdict(v Verdict) {
 	fmt.Fprintln(p.w)
 }
 
+func (p *textPrinter) sideBySide(v MistakeVerdict) {
+	fmt.Fprintf(p.w, "%s\n", p.title.Sprintf("side by side: %s", v.Mistake))
+	fmt.Fprintf(p.w, "  %-30s  %-7s %s\n", "", "broken", "fixed")
+	for i, r := range v.Broken.Results {
+		mark := func(holds bool) string {
+			if holds {
+				return p.good.Sprint("holds ")
+			}
+			return p.bad.Sprint("BROKEN")
+		}
+		name := r.Name
+		line := fmt.Sprintf("  %s%s  %s  %s", name, strings.Repeat(" ", max(0, 30-utf8.RuneCountInString(name))), mark(r.Holds), mark(v.Fixed.Results[i].Holds))
+		fmt.Fprintln(p.w, strings.TrimRight(line, " "))
+	}
+	if v.Reproduced() {
+		fmt.Fprintln(p.w, p.expected.Sprint("mistake reproduced")+": the broken version did the damage the lesson describes, and the fix held")
+	} else {
+		fmt.Fprintln(p.w, p.bad.Sprint("mistake NOT reproduced")+": see the verdicts above")
+	}
+	fmt.Fprintln(p.w)
+}
+
 func (p *textPrinter) verdictLine(v Verdict) string {
 	switch {
 	case !v.Reproduced:
@@ -165,6 +188,11 @@ type jsonCheck struct {
 func (p *jsonPrinter) emit(e event) {
 	e.Scenario = p.sc.Name
 	_ = p.enc.Encode(e)
+}
+
+func (p *jsonPrinter) sideBySide(v MistakeVerdict) {
+	r := v.Reproduced()
+	p.emit(event{Type: "mistake", Text: v.Mistake, Reproduced: &r})
 }
 
 func (p *jsonPrinter) begin() { p.emit(event{Type: "scenario", Text: p.sc.Summary}) }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +17,23 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files from real runs")
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// bankBinary is built once: the memory-keys mistake starts bank serve
+// processes of its own.
+var bankBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bank-bin-")
+	if err != nil {
+		panic(err)
+	}
+	bankBinary = filepath.Join(dir, "bank")
+	if out, err := exec.Command("go", "build", "-o", bankBinary, "../cmd/bank").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building bank: %v\n%s", err, out)
+		os.Exit(3)
+	}
+	defer os.RemoveAll(dir)
+	pgtest.Main(m)
+}
 
 const goldenDir = "../testdata/scenarios"
 
@@ -43,21 +61,61 @@ func TestGolden(t *testing.T) {
 			if !v.Reproduced {
 				t.Errorf("the lesson did not reproduce: %s", strings.Join(v.Differences(), "; "))
 			}
-			path := filepath.Join(goldenDir, sc.Name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(first), 0o644); err != nil {
+			golden(t, filepath.Join(goldenDir, sc.Name+".golden"), first)
+		})
+	}
+}
+
+// TestMistakesGolden runs each mistake (both halves) twice and compares
+// with testdata/mistakes/NAME.golden.
+func TestMistakesGolden(t *testing.T) {
+	for _, m := range scenarios.Mistakes {
+		t.Run(m.Name, func(t *testing.T) {
+			t.Parallel()
+			runOnce := func() (string, scenarios.MistakeVerdict) {
+				var out bytes.Buffer
+				v, err := scenarios.RunMistake(context.Background(), pgtest.Cluster(), m, &out, scenarios.Options{Bank: bankBinary})
+				if err != nil {
 					t.Fatal(err)
 				}
-				return
+				return out.String(), v
 			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("no golden file: run go test ./scenarios -update and read %s", path)
+			first, v := runOnce()
+			second, _ := runOnce()
+			if first != second {
+				t.Fatalf("two runs printed different transcripts:\n%s", diff(first, second))
 			}
-			if string(want) != first {
-				t.Errorf("transcript differs from %s (rerun with go test ./scenarios -update if the change is intended):\n%s", path, diff(string(want), first))
+			if !v.Reproduced() {
+				t.Errorf("the mistake did not reproduce:\n%s", first)
 			}
+			golden(t, filepath.Join("../testdata/mistakes", m.Name+".golden"), first)
 		})
+	}
+	files, _ := filepath.Glob("../testdata/mistakes/*.golden")
+	for _, f := range files {
+		if _, ok := scenarios.LookupMistake(strings.TrimSuffix(filepath.Base(f), ".golden")); !ok {
+			t.Errorf("%s has no mistake", f)
+		}
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no golden file: run go test ./scenarios -update and read %s", path)
+	}
+	if string(want) != got {
+		t.Errorf("transcript differs from %s (rerun with go test ./scenarios -update if the change is intended):\n%s", path, diff(string(want), got))
 	}
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,10 +27,17 @@ const MaxBody = 16 << 10
 // Tokens are the demo bearer tokens: they stand in for a session lookup.
 var Tokens = map[string]int64{"token-ada": 1, "token-bola": 2, "token-chidi": 3}
 
+// Handler answers one delivery of a transfer request. Transfers is the
+// correct one; the lab's mistakes provide broken ones on purpose.
+type Handler interface {
+	Handle(ctx context.Context, c Call) (idem.Response, error)
+}
+
 // Server is the transfer API over HTTP.
 type Server struct {
-	Transfers *Transfers
+	Transfers Handler
 	DB        bank.DB
+	Keys      idem.DB // where GET /transfers?key= looks
 	Tokens    map[string]int64
 	Now       func() time.Time // the clock
 	Log       io.Writer        // one line per request; nil for none
@@ -257,7 +265,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "key_required", "add ?key= with the Idempotency-Key of the transfer")
 		return
 	}
-	rec, found, err := idem.Lookup(r.Context(), s.Transfers.DB, user, key)
+	rec, found, err := idem.Lookup(r.Context(), s.Keys, user, key)
 	if err != nil {
 		problem(w, http.StatusInternalServerError, "internal_error", "the key could not be looked up; try again")
 		return

@@ -336,3 +336,24 @@ func TestKeysGC(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+func TestMistakeCommand(t *testing.T) {
+	r := cli(t, nil, "mistake", "list")
+	if r.code != 0 || strings.Count(r.stdout, "\n") != len(scenarios.Mistakes) || !strings.HasPrefix(r.stdout, "new-key-per-attempt ") {
+		t.Fatalf("%+v", r)
+	}
+	r = cli(t, nil, "mistake", "nosuch")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "no-fencing") {
+		t.Fatalf("%+v", r)
+	}
+	oneLine(t, r)
+}
+
+// TestMistakeThroughTheFrontDoor runs a mistake as a learner would, with
+// the real binary (memory-keys starts bank serve processes of its own).
+func TestMistakeThroughTheFrontDoor(t *testing.T) {
+	out, err := command(t, pgtest.CacheDir(t), "mistake", "memory-keys").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "mistake reproduced") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

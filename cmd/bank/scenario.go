@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -32,22 +33,8 @@ command line, 3 when PostgreSQL could not be started or reached.`,
 		Example: `  bank scenario list
   bank scenario crash --explain
   bank scenario all --no-color`,
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			names := []string{"list\tthe scenarios, in lesson order", "all\trun every scenario"}
-			for _, s := range scenarios.All {
-				names = append(names, s.Name+"\t"+s.Summary)
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("name one scenario, or list or all: %s", strings.Join(scenarios.Names(), ", "))
-			}
-			if _, ok := scenarios.Lookup(args[0]); !ok && args[0] != "list" && args[0] != "all" {
-				return usagef("unknown scenario %q; choose one of %s, or list, or all", args[0], strings.Join(scenarios.Names(), ", "))
-			}
-			return nil
-		},
+		ValidArgsFunction: completeNames("scenario", scenarioEntries()),
+		Args:              oneName("scenario", scenarioEntries()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "list" {
 				a.listScenarios()
@@ -69,8 +56,25 @@ func (a *app) listScenarios() {
 	}
 }
 
-func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) error {
+// showOptions turns the display flags into the lab's options.
+func (a *app) showOptions(f scenarioFlags) (scenarios.Options, error) {
 	color, err := a.colorOn()
+	if err != nil {
+		return scenarios.Options{}, err
+	}
+	o := scenarios.Options{Explain: f.explain, JSON: f.json, Color: color && !f.json, Keep: f.keep}
+	if f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out) {
+		in := bufio.NewReader(a.io.In)
+		o.Pause = func() {
+			fmt.Fprint(a.io.Out, "  [Enter] next step ")
+			_, _ = in.ReadString('\n')
+		}
+	}
+	return o, nil
+}
+
+func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) error {
+	o, err := a.showOptions(f)
 	if err != nil {
 		return err
 	}
@@ -83,14 +87,6 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	}
 	defer db.close()
 
-	o := scenarios.Options{Explain: f.explain, JSON: f.json, Color: color && !f.json, Keep: f.keep}
-	if f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out) {
-		in := bufio.NewReader(a.io.In)
-		o.Pause = func() {
-			fmt.Fprint(a.io.Out, "  [Enter] next step ")
-			_, _ = in.ReadString('\n')
-		}
-	}
 	var kept *pgserver.Database
 	o.Kept = func(d *pgserver.Database) { kept = d }
 
@@ -165,4 +161,43 @@ func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Dat
 	}
 	fmt.Fprintln(a.io.Err, "bank: the private PostgreSQL stays up until you press Ctrl-C")
 	<-ctx.Done()
+}
+
+// entry is a name the command accepts, with its one-line summary.
+type entry struct{ name, summary string }
+
+func scenarioEntries() []entry {
+	var e []entry
+	for _, s := range scenarios.All {
+		e = append(e, entry{s.Name, s.Summary})
+	}
+	return e
+}
+
+// completeNames offers list, all and every name to shell completion.
+func completeNames(kind string, entries []entry) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		names := []string{"list\tthe " + kind + "s, in the lesson's order", "all\trun every " + kind}
+		for _, e := range entries {
+			names = append(names, e.name+"\t"+e.summary)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// oneName accepts exactly one argument: a name, list or all.
+func oneName(kind string, entries []entry) cobra.PositionalArgs {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.name
+	}
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usagef("name one %s, or list or all: %s", kind, strings.Join(names, ", "))
+		}
+		if !slices.Contains(names, args[0]) && args[0] != "list" && args[0] != "all" {
+			return usagef("unknown %s %q; choose one of %s, or list, or all", kind, args[0], strings.Join(names, ", "))
+		}
+		return nil
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios"
 )
 
 type serveFlags struct {
@@ -22,7 +25,8 @@ type serveFlags struct {
 	loseRate      float64
 	seed          uint64
 	lockTTL       time.Duration
-	keep          bool
+	keep, inPlace bool
+	mistake       string
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -49,6 +53,8 @@ transfer has committed (the connection is closed instead of answered), and
 	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "seed for --lose-rate")
 	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", idem.DefaultLockTTL, "how long a request holds its key before a retry may take it over")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the bank's database after the server stops (with --database-url)")
+	cmd.Flags().BoolVar(&f.inPlace, "in-place", false, "serve the database --database-url names, as it is, instead of a fresh copy (for several servers sharing one bank)")
+	cmd.Flags().StringVar(&f.mistake, "break", "", "run with a mistake on purpose: "+strings.Join(scenarios.BrokenModes, ", "))
 	return cmd
 }
 
@@ -60,6 +66,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return usagef("--lose-rate must be between 0 and 1")
 	case f.lockTTL <= 0:
 		return usagef("--lock-ttl must be positive, such as 30s")
+	case f.mistake != "" && !slices.Contains(scenarios.BrokenModes, f.mistake):
+		return usagef("--break must be one of %s", strings.Join(scenarios.BrokenModes, ", "))
 	}
 	// Listen first: a taken port is reported before PostgreSQL starts.
 	ln, err := net.Listen("tcp", f.addr)
@@ -68,23 +76,33 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer ln.Close()
 
-	db, err := a.openDatabase(ctx)
-	if err != nil {
-		return err
+	url := a.databaseURL
+	if url == "" {
+		url = a.getenv("DATABASE_URL")
 	}
-	defer db.close()
-	bankDB, err := db.cluster.NewDatabase(ctx, "serve")
-	if err != nil {
-		return err
+	if f.inPlace && url == "" {
+		return usagef("--in-place needs --database-url: the database to serve")
 	}
-	defer func() {
-		if f.keep {
-			fmt.Fprintf(a.io.Err, "bank: kept database %s\n", bankDB.Name)
-			return
+	if !f.inPlace {
+		db, err := a.openDatabase(ctx)
+		if err != nil {
+			return err
 		}
-		bankDB.Drop(context.WithoutCancel(ctx))
-	}()
-	cfg, err := pgxpool.ParseConfig(bankDB.URL)
+		defer db.close()
+		bankDB, err := db.cluster.NewDatabase(ctx, "serve")
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if f.keep {
+				fmt.Fprintf(a.io.Err, "bank: kept database %s\n", bankDB.Name)
+				return
+			}
+			bankDB.Drop(context.WithoutCancel(ctx))
+		}()
+		url = bankDB.URL
+	}
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return err
 	}
@@ -96,9 +114,17 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer pool.Close()
 
+	var handler api.Handler = &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: f.lockTTL}}
+	if f.mistake != "" {
+		if handler, err = scenarios.BrokenHandler(f.mistake, pool, f.lockTTL); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.io.Err, "bank: BROKEN ON PURPOSE: serving with the mistake %q\n", f.mistake)
+	}
 	server := &api.Server{
-		Transfers: &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: f.lockTTL}},
+		Transfers: handler,
 		DB:        pool,
+		Keys:      pool,
 		Tokens:    api.Tokens,
 		Now:       time.Now, // the real clock: this is a real server
 		Log:       a.io.Err,
@@ -112,12 +138,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		ReadTimeout:       15 * time.Second,
 		IdleTimeout:       60 * time.Second,
 	}
-	url := "http://" + ln.Addr().String()
+	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(a.io.Out, `bank is serving on %s  (Ctrl-C to stop)
 tokens: token-ada (user 1, account 1), token-bola (user 2, account 2), token-chidi (user 3, account 3)
 try it, twice, to see the second answer replayed:
   curl -i -X POST %s/transfers -H 'Authorization: Bearer token-ada' -H 'Idempotency-Key: demo-key-0000000001' -H 'Content-Type: application/json' -d '{"from":1,"to":2,"amountKobo":1000000}'
-`, url, url)
+`, base, base)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
