@@ -162,7 +162,7 @@ func TestJSON(t *testing.T) {
 	}
 }
 
-func TestAllEndsWithNineVerdicts(t *testing.T) {
+func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 	r := cli(t, nil, "scenario", "all")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
