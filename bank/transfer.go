@@ -137,8 +137,12 @@ func Transfer(ctx context.Context, tx DB, userID int64, body []byte) (Outcome, e
 func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, error) {
 	var owner int64
 	var status string
-	// FOR UPDATE: two transfers from one account take turns.
-	err := tx.QueryRow(ctx, "SELECT owner_id, status FROM accounts WHERE id = $1::bigint FOR UPDATE", r.From).Scan(&owner, &status)
+	var recipient *string
+	// FOR UPDATE: two transfers from one account take turns. The same
+	// round trip reads the recipient's status (without locking it); the
+	// checks below still come in the lesson's order.
+	err := tx.QueryRow(ctx, `SELECT owner_id, status, (SELECT status FROM accounts WHERE id = $2::bigint)
+		FROM accounts WHERE id = $1::bigint FOR UPDATE OF accounts`, r.From, r.To).Scan(&owner, &status, &recipient)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && owner != userID {
 		// A stranger's account and a missing one look the same.
 		return refuse(http.StatusNotFound, "account_not_found", "account %d was not found", r.From), nil
@@ -149,13 +153,8 @@ func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, erro
 	if status != "active" {
 		return refuse(http.StatusUnprocessableEntity, "account_not_active", "account %d is %s", r.From, status), nil
 	}
-
-	err = tx.QueryRow(ctx, "SELECT status FROM accounts WHERE id = $1::bigint", r.To).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && status != "active" {
+	if recipient == nil || *recipient != "active" {
 		return refuse(http.StatusUnprocessableEntity, "recipient_unavailable", "account %d cannot receive transfers", r.To), nil
-	}
-	if err != nil {
-		return Outcome{}, fmt.Errorf("reading recipient: %w", err)
 	}
 
 	// The balance check and the debit are one statement.

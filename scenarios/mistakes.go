@@ -115,8 +115,18 @@ func (l *Lab) Serve(ctx context.Context, args ...string) (*ServeProcess, error) 
 	if l.bank == "" {
 		return nil, fmt.Errorf("this scenario starts bank serve processes: the lab needs the bank binary (Options.Bank)")
 	}
-	all := append([]string{"serve", "--database-url", l.URL, "--in-place", "--addr", "127.0.0.1:0"}, args...)
-	cmd := exec.CommandContext(ctx, l.bank, all...)
+	p, err := StartServe(ctx, l.bank, l.URL, args...)
+	if p != nil {
+		l.processes = append(l.processes, p)
+	}
+	return p, err
+}
+
+// StartServe starts the bank binary's serve command on a loopback port,
+// serving the database at dbURL in place, and waits until it listens.
+func StartServe(ctx context.Context, binary, dbURL string, args ...string) (*ServeProcess, error) {
+	all := append([]string{"serve", "--database-url", dbURL, "--in-place", "--addr", "127.0.0.1:0"}, args...)
+	cmd := exec.CommandContext(ctx, binary, all...)
 	cmd.Stderr = io.Discard
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -126,16 +136,18 @@ func (l *Lab) Serve(ctx context.Context, args ...string) (*ServeProcess, error) 
 		return nil, err
 	}
 	p := &ServeProcess{cmd: cmd}
-	l.processes = append(l.processes, p)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "bank is serving on ") {
 		p.Stop()
-		return nil, fmt.Errorf("bank serve did not start: %q %v", line, err)
+		return p, fmt.Errorf("bank serve did not start: %q %v", line, err)
 	}
 	p.URL = strings.Fields(strings.TrimPrefix(line, "bank is serving on "))[0]
 	go io.Copy(io.Discard, out)
 	return p, nil
 }
+
+// PID is the server's process id.
+func (p *ServeProcess) PID() int { return p.cmd.Process.Pid }
 
 // Stop ends the process the way an orderly restart does (SIGTERM).
 func (p *ServeProcess) Stop() error {

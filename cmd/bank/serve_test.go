@@ -278,3 +278,32 @@ func TestServePortTaken(t *testing.T) {
 	}
 	oneLine(t, r)
 }
+
+// TestBenchRuns: a short bench through the real binary ends with its
+// invariants holding and every mode measured.
+func TestBenchRuns(t *testing.T) {
+	out, err := command(t, pgtest.CacheDir(t), "bench", "--duration", "1s", "--clients", "2", "--accounts", "50", "--json").Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var rep struct {
+		Results []struct {
+			Mode       string
+			Requests   int
+			Errors     int
+			Throughput float64 `json:"perSecond"`
+		}
+		Holds bool `json:"invariantsHold"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !rep.Holds || len(rep.Results) != 5 {
+		t.Fatalf("%s", out)
+	}
+	for _, r := range rep.Results[1:] {
+		if r.Requests == 0 || r.Errors != 0 {
+			t.Errorf("%s: %d requests, %d errors", r.Mode, r.Requests, r.Errors)
+		}
+	}
+}

@@ -1,0 +1,363 @@
+// Package bench measures what idempotency costs: safe transfers over HTTP
+// next to PostgreSQL's own pgbench running the same transaction, replays,
+// duplicate storms, and the same handler with keys switched off. Absolute
+// numbers on a shared machine mean little; ratios from one run do.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	Clients  int
+	Duration time.Duration
+	Accounts int
+	DBURL    string // the bench database, already holding the bank's tables
+	// Serve starts `bank serve` on the bench database with extra args and
+	// returns its URL, its pid and a stop function.
+	Serve func(ctx context.Context, args ...string) (url string, pid int, stop func() error, err error)
+	// Pgbench is the pgbench program, or "" when none is installed.
+	Pgbench string
+	Seed    uint64
+}
+
+// Result is one mode's figures.
+type Result struct {
+	Mode       string  `json:"mode"`
+	Requests   int     `json:"requests"`
+	Errors     int     `json:"errors"`
+	Throughput float64 `json:"perSecond"`
+	P50        float64 `json:"p50Ms"`
+	P99        float64 `json:"p99Ms"`
+	PeakRSSMiB float64 `json:"serverPeakRssMiB,omitempty"`
+	Note       string  `json:"note,omitempty"`
+}
+
+// Report is the whole run.
+type Report struct {
+	Clients  int               `json:"clients"`
+	Seconds  float64           `json:"seconds"`
+	Accounts int               `json:"accounts"`
+	Results  []Result          `json:"results"`
+	Ratios   map[string]string `json:"ratios"`
+	Checks   []string          `json:"checks"`
+	Holds    bool              `json:"invariantsHold"`
+}
+
+// Prepare adds n bench accounts (ids 4 and up, all owned by user 1, so
+// token-ada may send from any of them) with plenty of money.
+func Prepare(ctx context.Context, db *pgxpool.Pool, n int) error {
+	_, err := db.Exec(ctx, `INSERT INTO accounts (id, owner_id, holder, status, balance_kobo)
+		SELECT g, 1, 'Bench ' || g, 'active', 1000000000000 FROM generate_series(4, $1::int + 3) g`, n)
+	return err
+}
+
+// Run runs every mode in turn and checks the invariants at the end.
+func Run(ctx context.Context, db *pgxpool.Pool, cfg Config, progress io.Writer) (Report, error) {
+	rep := Report{Clients: cfg.Clients, Seconds: cfg.Duration.Seconds(), Accounts: cfg.Accounts, Ratios: map[string]string{}}
+	var before int64
+	if err := db.QueryRow(ctx, "SELECT sum(balance_kobo) FROM accounts").Scan(&before); err != nil {
+		return rep, err
+	}
+	step := func(name string) {
+		fmt.Fprintf(progress, "bench: %s (%s, %d clients)...\n", name, cfg.Duration, cfg.Clients)
+	}
+
+	if cfg.Pgbench != "" {
+		step("pgbench, the same transaction in SQL")
+		r, err := runPgbench(ctx, cfg)
+		if err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, r)
+	} else {
+		rep.Results = append(rep.Results, Result{Mode: "pgbench", Note: "not installed: skipped"})
+	}
+
+	// pgbench's keys complete with 200; the API's with 201.
+	var transfersBefore int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&transfersBefore); err != nil {
+		return rep, err
+	}
+	// Replays resend requests of the fresh run, same key and same body.
+	type sent struct{ key, body string }
+	var mu sync.Mutex
+	var done []sent
+	fresh := func(r *mrand.Rand) (string, string, int) {
+		k, b := newKey(), randomBody(r, cfg.Accounts)
+		mu.Lock()
+		if len(done) < 5000 {
+			done = append(done, sent{k, b})
+		}
+		mu.Unlock()
+		return k, b, 1
+	}
+	modes := []struct {
+		name, args string
+		next       func(r *mrand.Rand) (key, body string, copies int)
+	}{
+		{"fresh safe transfers", "", fresh},
+		{"replays of completed keys", "", func(r *mrand.Rand) (string, string, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := done[r.IntN(len(done))]
+			return s.key, s.body, 1
+		}},
+		{"duplicate storm (each sent twice at once)", "", func(r *mrand.Rand) (string, string, int) {
+			return newKey(), randomBody(r, cfg.Accounts), 2
+		}},
+		{"no idempotency key", "--break no-keys", func(r *mrand.Rand) (string, string, int) { return "", randomBody(r, cfg.Accounts), 1 }},
+	}
+	var noKeyTransfers int
+	for i, m := range modes {
+		if i == 1 && len(done) == 0 {
+			return rep, fmt.Errorf("the fresh run sent no transfers")
+		}
+		step(m.name)
+		var before int
+		db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&before)
+		r, err := runHTTP(ctx, cfg, m.name, strings.Fields(m.args), m.next)
+		if err != nil {
+			return rep, err
+		}
+		if m.args != "" {
+			var after int
+			db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&after)
+			noKeyTransfers = after - before
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	ratio := func(name string, a, b float64, target float64) {
+		if b == 0 {
+			rep.Ratios[name] = "n/a"
+			return
+		}
+		verdict := "meets"
+		if a/b < target {
+			verdict = "misses"
+		}
+		rep.Ratios[name] = fmt.Sprintf("%.2f (target %.1f: %s)", a/b, target, verdict)
+	}
+	by := map[string]Result{}
+	for _, r := range rep.Results {
+		by[r.Mode] = r
+	}
+	freshTPS := by["fresh safe transfers"].Throughput
+	ratio("safe HTTP / pgbench", freshTPS, by["pgbench"].Throughput, 0.6)
+	ratio("replay / fresh", by["replays of completed keys"].Throughput, freshTPS, 2)
+	ratio("with key / without", freshTPS, by["no idempotency key"].Throughput, 0.8)
+
+	// The invariants: money conserved, and one transfer per key.
+	var after int64
+	var transfers, keyed int
+	if err := db.QueryRow(ctx, `SELECT (SELECT sum(balance_kobo) FROM accounts), (SELECT count(*) FROM transfers),
+		(SELECT count(*) FROM idempotency_keys WHERE status = 'completed' AND response_status = 201)`).Scan(&after, &transfers, &keyed); err != nil {
+		return rep, err
+	}
+	rep.Holds = before == after
+	rep.Checks = append(rep.Checks, fmt.Sprintf("money conserved: %t (%d kobo before and %d after)", before == after, before, after))
+	withKeys := transfers - transfersBefore - noKeyTransfers
+	oneEach := withKeys == keyed
+	rep.Holds = rep.Holds && oneEach
+	rep.Checks = append(rep.Checks, fmt.Sprintf("one transfer per key: %t (%d transfers over HTTP with keys, %d keys completed with 201)",
+		oneEach, withKeys, keyed))
+	return rep, nil
+}
+
+// randomBody is a 1-naira transfer between two different bench accounts.
+func randomBody(r *mrand.Rand, accounts int) string {
+	from := 4 + r.IntN(accounts)
+	to := 4 + r.IntN(accounts-1)
+	if to >= from {
+		to++
+	}
+	return fmt.Sprintf(`{"from":%d,"to":%d,"amountKobo":100}`, from, to)
+}
+
+func newKey() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "bench-" + hex.EncodeToString(b)
+}
+
+// runHTTP starts a fresh bank serve (so its peak RSS is this mode's), and
+// runs cfg.Clients workers against it for cfg.Duration.
+func runHTTP(ctx context.Context, cfg Config, mode string, args []string, next func(r *mrand.Rand) (string, string, int)) (Result, error) {
+	url, pid, stop, err := cfg.Serve(ctx, args...)
+	if err != nil {
+		return Result{}, err
+	}
+	defer stop()
+	transport := &http.Transport{MaxIdleConnsPerHost: cfg.Clients * 2, MaxConnsPerHost: cfg.Clients * 2}
+	defer transport.CloseIdleConnections()
+	hc := &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	deadline := time.Now().Add(cfg.Duration)
+	var wg sync.WaitGroup
+	lat := make([][]time.Duration, cfg.Clients)
+	errs := make([]int, cfg.Clients)
+	for w := 0; w < cfg.Clients; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := mrand.New(mrand.NewPCG(cfg.Seed, uint64(w)))
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				key, body, copies := next(r)
+				if copies == 1 {
+					d, ok := post(ctx, hc, url, key, body)
+					lat[w] = append(lat[w], d)
+					if !ok {
+						errs[w]++
+					}
+					continue
+				}
+				var inner sync.WaitGroup
+				var mu sync.Mutex
+				for range copies {
+					inner.Add(1)
+					go func() {
+						defer inner.Done()
+						d, ok := post(ctx, hc, url, key, body)
+						mu.Lock()
+						lat[w] = append(lat[w], d)
+						if !ok {
+							errs[w]++
+						}
+						mu.Unlock()
+					}()
+				}
+				inner.Wait()
+			}
+		}()
+	}
+	wg.Wait()
+	res := summarize(mode, lat, cfg.Duration)
+	for _, e := range errs {
+		res.Errors += e
+	}
+	res.PeakRSSMiB = peakRSS(pid)
+	return res, nil
+}
+
+func post(ctx context.Context, hc *http.Client, url, key, body string) (time.Duration, bool) {
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/transfers", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer token-ada")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	start := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return time.Since(start), false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// 409 is a correct answer in a duplicate storm; 5xx and others are not.
+	return time.Since(start), resp.StatusCode == 201 || resp.StatusCode == 409
+}
+
+func summarize(mode string, lat [][]time.Duration, d time.Duration) Result {
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	r := Result{Mode: mode, Requests: len(all), Throughput: float64(len(all)) / d.Seconds()}
+	if len(all) > 0 {
+		r.P50 = ms(all[len(all)/2])
+		r.P99 = ms(all[len(all)*99/100])
+	}
+	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// peakRSS reads a process's high-water resident set (Linux).
+func peakRSS(pid int) float64 {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(raw)
+	if m == nil {
+		return 0
+	}
+	kb, _ := strconv.ParseFloat(string(m[1]), 64)
+	return kb / 1024
+}
+
+// pgbenchScript is the handler's transaction in SQL: claim the key, debit
+// with the conditional update, credit, record the transfer, complete the
+// key. (The handler claims in its own statement first; here it is in the
+// transaction, which only favours pgbench.)
+const pgbenchScript = `\set from random(4, :naccounts + 3)
+\set to random(4, :naccounts + 3)
+\set k random(1, 1000000000000)
+BEGIN;
+INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+  VALUES (1, 'pgbench-' || :client_id || '-' || :k, 'h', 'in_progress', 'l', now() + interval '30 seconds', now()) ON CONFLICT DO NOTHING;
+UPDATE accounts SET balance_kobo = balance_kobo - 100 WHERE id = :from AND balance_kobo >= 100;
+UPDATE accounts SET balance_kobo = balance_kobo + 100 WHERE id = :to;
+INSERT INTO transfers (from_account, to_account, amount_kobo) VALUES (:from, :to, 100);
+UPDATE idempotency_keys SET status = 'completed', response_status = 200, response_body = '{}', lock_id = NULL, locked_until = NULL
+  WHERE user_id = 1 AND key = 'pgbench-' || :client_id || '-' || :k;
+END;
+`
+
+func runPgbench(ctx context.Context, cfg Config) (Result, error) {
+	dir, err := os.MkdirTemp("", "bank-pgbench-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	script := filepath.Join(dir, "transfer.sql")
+	if err := os.WriteFile(script, []byte(pgbenchScript), 0o644); err != nil {
+		return Result{}, err
+	}
+	cmd := exec.CommandContext(ctx, cfg.Pgbench, "-n", "-f", script, "-c", strconv.Itoa(cfg.Clients), "-j", "2",
+		"-T", strconv.Itoa(max(1, int(cfg.Duration.Seconds()))), "-D", "naccounts="+strconv.Itoa(cfg.Accounts),
+		"--log", "--log-prefix", filepath.Join(dir, "log"), cfg.DBURL)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return Result{}, fmt.Errorf("pgbench: %v\n%s", err, out.String())
+	}
+	// Per-transaction latencies, in microseconds, are the third column of
+	// pgbench's log files.
+	var lat []time.Duration
+	logs, _ := filepath.Glob(filepath.Join(dir, "log*"))
+	for _, l := range logs {
+		raw, _ := os.ReadFile(l)
+		for _, line := range strings.Split(string(raw), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 2 {
+				us, _ := strconv.Atoi(f[2])
+				lat = append(lat, time.Duration(us)*time.Microsecond)
+			}
+		}
+	}
+	r := summarize("pgbench", [][]time.Duration{lat}, cfg.Duration)
+	if m := regexp.MustCompile(`tps = ([\d.]+) \(without initial connection time\)`).FindStringSubmatch(out.String()); m != nil {
+		r.Throughput, _ = strconv.ParseFloat(m[1], 64)
+	}
+	return r, nil
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/bank/bench"
+	"github.com/zudojs/bank/scenarios"
+)
+
+func (a *app) benchCommand() *cobra.Command {
+	var cfg bench.Config
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure safe transfers over HTTP next to pgbench running the same transaction",
+		Long: `Run, against one PostgreSQL and in one go: pgbench with the bank's transfer
+transaction as a custom script (when pgbench is installed); bank serve over
+HTTP with fresh intents between random accounts; the same with every request
+a replay; the same with every request sent twice at once; and the handler
+with idempotency switched off. Prints throughput, p50, p99 and the server's
+peak RSS, the ratios that matter, and the invariant checks.`,
+		Example: `  bank bench
+  bank bench --clients 8 --duration 10s --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case cfg.Clients < 1:
+				return usagef("--clients must be at least 1")
+			case cfg.Duration < time.Second:
+				return usagef("--duration must be at least 1s")
+			case cfg.Accounts < 2:
+				return usagef("--accounts must be at least 2")
+			}
+			return a.bench(cmd.Context(), cfg, asJSON)
+		},
+	}
+	cmd.Flags().IntVar(&cfg.Clients, "clients", 8, "concurrent clients")
+	cmd.Flags().DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long each mode runs")
+	cmd.Flags().IntVar(&cfg.Accounts, "accounts", 10000, "accounts to send between (many, so rows don't contend)")
+	cmd.Flags().Uint64Var(&cfg.Seed, "seed", 1, "seed for the choice of accounts")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
+	binary, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	db, err := a.openDatabase(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	bdb, err := db.cluster.NewDatabase(ctx, "bench")
+	if err != nil {
+		return err
+	}
+	defer bdb.Drop(context.WithoutCancel(ctx))
+	pool, err := pgxpool.New(ctx, bdb.URL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := bench.Prepare(ctx, pool, cfg.Accounts); err != nil {
+		return err
+	}
+	cfg.DBURL = bdb.URL
+	cfg.Serve = func(ctx context.Context, args ...string) (string, int, func() error, error) {
+		p, err := scenarios.StartServe(ctx, binary, bdb.URL, args...)
+		if err != nil {
+			return "", 0, nil, err
+		}
+		return p.URL, p.PID(), p.Stop, nil
+	}
+	if db.server != nil && fileExistsAt(filepath.Join(db.server.Binaries.Dir, "bin", "pgbench")) {
+		cfg.Pgbench = filepath.Join(db.server.Binaries.Dir, "bin", "pgbench")
+	} else if p, err := exec.LookPath("pgbench"); err == nil {
+		cfg.Pgbench = p
+	}
+	rep, err := bench.Run(ctx, pool, cfg, a.io.Err)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.io.Out)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		a.printBench(rep)
+	}
+	if !rep.Holds {
+		return fmt.Errorf("an invariant broke under load: %s", strings.Join(rep.Checks, "; "))
+	}
+	return nil
+}
+
+func fileExistsAt(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func (a *app) printBench(rep bench.Report) {
+	w := a.io.Out
+	fmt.Fprintf(w, "%d clients, %.0f s per mode, %d accounts\n\n", rep.Clients, rep.Seconds, rep.Accounts)
+	fmt.Fprintf(w, "%-42s %10s %8s %8s %11s\n", "mode", "per second", "p50 ms", "p99 ms", "server RSS")
+	top := 0.0
+	for _, r := range rep.Results {
+		top = max(top, r.Throughput)
+	}
+	for _, r := range rep.Results {
+		if r.Note != "" {
+			fmt.Fprintf(w, "%-42s %s\n", r.Mode, r.Note)
+			continue
+		}
+		rss := "-"
+		if r.PeakRSSMiB > 0 {
+			rss = fmt.Sprintf("%.1f MiB", r.PeakRSSMiB)
+		}
+		errs := ""
+		if r.Errors > 0 {
+			errs = fmt.Sprintf("  (%d errors)", r.Errors)
+		}
+		fmt.Fprintf(w, "%-42s %10.0f %8.2f %8.2f %11s%s\n", r.Mode, r.Throughput, r.P50, r.P99, rss, errs)
+	}
+	fmt.Fprintln(w)
+	for _, r := range rep.Results {
+		if top > 0 && r.Note == "" {
+			fmt.Fprintf(w, "%-42s %s\n", r.Mode, strings.Repeat("#", int(40*r.Throughput/top+0.5)))
+		}
+	}
+	fmt.Fprintln(w, "\nratios:")
+	names := make([]string, 0, len(rep.Ratios))
+	for k := range rep.Ratios {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(w, "  %-22s %s\n", k, rep.Ratios[k])
+	}
+	fmt.Fprintln(w, "\ninvariants:")
+	for _, c := range rep.Checks {
+		fmt.Fprintln(w, "  "+c)
+	}
+}
