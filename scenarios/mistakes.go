@@ -146,6 +146,13 @@ func StartServe(ctx context.Context, binary, dbURL string, args ...string) (*Ser
 	return p, nil
 }
 
+// Kill ends the process with SIGKILL, as a crash would.
+func (p *ServeProcess) Kill() error {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+	return nil
+}
+
 // PID is the server's process id.
 func (p *ServeProcess) PID() int { return p.cmd.Process.Pid }
 

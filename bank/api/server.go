@@ -55,7 +55,7 @@ type Server struct {
 
 // Metrics are the server's counters, served at /metrics.
 type Metrics struct {
-	Requests, Replays, Conflicts, Unprocessable, Takeovers, Lost atomic.Int64
+	Requests, Replays, Conflicts, Unprocessable, Takeovers, Lost, Fenced atomic.Int64
 }
 
 type statusWriter struct {
@@ -172,8 +172,16 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) string {
 		problem(w, http.StatusBadRequest, "invalid_json", msg)
 		return ""
 	}
-	resp, err := s.Transfers.Handle(r.Context(), Call{UserID: user, Key: r.Header.Get("Idempotency-Key"), Body: body, Now: s.Now()})
+	// Once started, a transfer runs to its own end (commit, or rollback
+	// when its lock was taken over) rather than being cut off halfway by a
+	// client that hung up; the timeout bounds it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
+	defer cancel()
+	resp, err := s.Transfers.Handle(ctx, Call{UserID: user, Key: r.Header.Get("Idempotency-Key"), Body: body, Now: s.Now()})
 	if err != nil {
+		if errors.Is(err, idem.ErrLockLost) {
+			s.Metrics.Fenced.Add(1)
+		}
 		problem(w, http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
 		return " error=" + strconv.Quote(err.Error())
 	}
@@ -327,6 +335,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 		{"bank_unprocessable_total", "422 answers: business refusals and reused keys.", &s.Metrics.Unprocessable},
 		{"bank_takeovers_total", "Expired locks taken over by a retry.", &s.Metrics.Takeovers},
 		{"bank_lost_responses_total", "Responses lost on purpose (--lose-responses, --lose-rate).", &s.Metrics.Lost},
+		{"bank_fenced_total", "Completions refused by the fencing token: a holder that lost its lock.", &s.Metrics.Fenced},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", m.name, m.help, m.name, m.name, m.v.Load())
 	}

@@ -1,0 +1,133 @@
+package torture
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// check reads the final database and the journal and verifies every
+// promise. Each violation names its key.
+func (r *run) check(ctx context.Context, total0 int64) Report {
+	rep := Report{Seed: r.cfg.Seed, Intents: len(r.intents), Checks: map[string]int{}}
+	bad := map[string]bool{}
+	fail := func(key, format string, args ...any) {
+		rep.Violations = append(rep.Violations, fmt.Sprintf(format, args...))
+		if key != "" {
+			bad[key] = true
+		}
+	}
+	pass := func(check string) { rep.Checks[check]++ }
+
+	var total int64
+	var negative int
+	if err := r.cfg.DB.QueryRow(ctx, "SELECT sum(balance_kobo), count(*) FILTER (WHERE balance_kobo < 0) FROM accounts").Scan(&total, &negative); err != nil {
+		fail("", "reading balances: %v", err)
+		return rep
+	}
+	if total == total0 && negative == 0 {
+		pass("money conserved, no negative balance")
+	} else {
+		fail("", "money: total %d before, %d after; %d negative balances", total0, total, negative)
+	}
+
+	// Transfers per intent, by its unique amount.
+	count := map[int64]int{}
+	ids := map[int64][]int64{}
+	rows, err := r.cfg.DB.Query(ctx, "SELECT id, amount_kobo FROM transfers ORDER BY id")
+	if err != nil {
+		fail("", "reading transfers: %v", err)
+		return rep
+	}
+	for rows.Next() {
+		var id, amount int64
+		rows.Scan(&id, &amount)
+		count[amount]++
+		ids[amount] = append(ids[amount], id)
+	}
+	rows.Close()
+	var stuck int
+	r.cfg.DB.QueryRow(ctx, "SELECT count(*) FROM idempotency_keys WHERE status = 'in_progress'").Scan(&stuck)
+	if stuck == 0 {
+		pass("no key left in progress")
+	} else {
+		fail("", "%d keys still in progress after the faults stopped", stuck)
+	}
+
+	mine := map[int64]bool{}
+	for _, in := range r.intents {
+		mine[in.amount] = true
+	}
+	for amount, n := range count {
+		if !mine[amount] {
+			fail("", "%d transfers of %d kobo belong to no intent", n, amount)
+		}
+	}
+	for _, in := range r.intents {
+		n := count[in.amount]
+		if n > 1 {
+			fail(in.key, "%s moved money %d times (transfers %v)", in.key, n, ids[in.amount])
+			continue
+		}
+		pass("at most one transfer per key")
+		acked := false
+		var first []byte
+		same := true
+		for _, a := range in.replies {
+			if a.Kind == "changed-body" {
+				fail(in.key, "%s: the same key with a changed body got %d, not 422", in.key, a.Status)
+				continue
+			}
+			if a.Status/100 == 2 {
+				acked = true
+			}
+			norm := normalize(a.Body)
+			if first == nil {
+				first = norm
+			} else if string(norm) != string(first) {
+				same = false
+			}
+		}
+		if same {
+			pass("every definitive reply identical")
+		} else {
+			fail(in.key, "%s got different definitive replies", in.key)
+		}
+		if acked && n != 1 {
+			fail(in.key, "%s was acknowledged with 2xx but has %d transfers", in.key, n)
+		} else if acked {
+			pass("every acknowledged transfer present")
+			var receipt struct {
+				TransferID int64 `json:"transferId"`
+				AmountKobo int64 `json:"amountKobo"`
+			}
+			json.Unmarshal(first, &receipt)
+			if receipt.TransferID == ids[in.amount][0] && receipt.AmountKobo == in.amount {
+				pass("reply matches the transfer read back")
+			} else {
+				fail(in.key, "%s: reply %s, transfer read back %v", in.key, first, ids[in.amount])
+			}
+		}
+		if !in.resolved {
+			fail(in.key, "%s did not resolve after the faults stopped", in.key)
+		} else {
+			pass("every intent resolved")
+		}
+	}
+	for k := range bad {
+		rep.Offending = append(rep.Offending, k)
+	}
+	sort.Strings(rep.Offending)
+	return rep
+}
+
+// normalize re-encodes a JSON body so key order and spacing do not count.
+func normalize(body string) []byte {
+	var v any
+	if json.Unmarshal([]byte(body), &v) != nil {
+		return []byte(body)
+	}
+	b, _ := json.Marshal(v)
+	return b
+}

@@ -1,0 +1,230 @@
+package torture
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zudojs/bank/bank/client"
+)
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// send makes one attempt at replica i and records it.
+func (r *run) send(ctx context.Context, i int, key, body, kind string) attempt {
+	rp := r.cfg.Replicas[i%len(r.cfg.Replicas)]
+	c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: r.http, MaxAttempts: 1}
+	a := attempt{Key: key, Replica: i % len(r.cfg.Replicas), Kind: kind}
+	start := time.Now()
+	res, err := c.Send(ctx, key, []byte(body))
+	r.mu.Lock()
+	r.lat = append(r.lat, time.Since(start))
+	r.mu.Unlock()
+	if err != nil {
+		a.Network = "no answer"
+	} else {
+		a.Status, a.Replayed, a.Body = res.Status, res.Replayed, string(res.Body)
+		if res.Status == 0 {
+			a.Network = "no answer"
+		}
+	}
+	r.record(a)
+	return a
+}
+
+// definitive: an answer the client may show (not a network error, not
+// "in progress", not a server error).
+func definitive(a attempt) bool {
+	return a.Status != 0 && a.Status != 409 && a.Status != 429 && a.Status < 500
+}
+
+func (r *run) keep(in *intent, a attempt) {
+	if definitive(a) {
+		r.mu.Lock()
+		in.replies = append(in.replies, a)
+		r.mu.Unlock()
+	}
+}
+
+// drive sends one intent the way a good client does, with the faults a
+// client can cause: it may crash and resume from its journal, resend a
+// settled request (in sequence, two at once, or to the other replica),
+// and reuse the key with a changed body.
+func (r *run) drive(ctx context.Context, rnd *mrand.Rand, in *intent) {
+	replica := rnd.IntN(len(r.cfg.Replicas))
+	crashAfter := -1
+	if rnd.Float64() < 0.1 {
+		crashAfter = 1 // the client dies after its first attempt; the journal has the key
+	}
+	for n := 1; n <= 12 && ctx.Err() == nil; n++ {
+		if n > 1 {
+			if rnd.Float64() < 0.5 {
+				replica++
+				r.count("other-replica")
+			}
+			time.Sleep(time.Duration(rnd.IntN(int(20*time.Millisecond) << min(n, 6))))
+		}
+		a := r.send(ctx, replica, in.key, in.body, "send")
+		r.keep(in, a)
+		if definitive(a) {
+			break
+		}
+		if n == crashAfter {
+			r.count("client-crash") // in-memory state gone; resume from the journal below
+			crashAfter = -1
+			replica = rnd.IntN(len(r.cfg.Replicas))
+		}
+	}
+	switch p := rnd.Float64(); {
+	case p < 0.15:
+		r.count("duplicate")
+		r.keep(in, r.send(ctx, replica+1, in.key, in.body, "duplicate"))
+	case p < 0.25:
+		r.count("concurrent-duplicate")
+		var wg sync.WaitGroup
+		for k := 0; k < 2; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.keep(in, r.send(ctx, replica+k, in.key, in.body, "duplicate"))
+			}()
+		}
+		wg.Wait()
+	case p < 0.30 && len(in.replies) > 0:
+		// Only once the server has the key: before that a changed body is
+		// simply another request, which it must serve.
+		r.count("changed-body")
+		changed := strings.Replace(in.body, fmt.Sprintf(`"amountKobo":%d`, in.amount), fmt.Sprintf(`"amountKobo":%d`, in.amount+1_000_000), 1)
+		a := r.send(ctx, replica, in.key, changed, "changed-body")
+		if a.Status != 0 && a.Status != 422 && a.Status != 409 && a.Status < 500 {
+			r.mu.Lock()
+			in.replies = append(in.replies, attempt{Key: in.key, Kind: "changed-body", Status: a.Status, Body: a.Body})
+			r.mu.Unlock()
+		}
+	}
+}
+
+// inject runs the server-side faults on a schedule drawn from the seed,
+// spread over the time the clients take.
+func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
+	step := func(d time.Duration) bool {
+		select {
+		case <-time.After(d):
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// at waits until a share of the intents has been handed to clients, so
+	// that every fault lands while the load is on.
+	n := int64(len(r.intents))
+	at := func(share float64) bool {
+		for r.dispatched.Load() < int64(share*float64(n)) {
+			if !step(10 * time.Millisecond) {
+				return false
+			}
+		}
+		return r.dispatched.Load() < n
+	}
+	wanted := func(f string) bool {
+		for _, w := range r.cfg.Faults {
+			if w == f {
+				return true
+			}
+		}
+		return false
+	}
+	reps := r.cfg.Replicas
+	if wanted("replica-kill") && at(0.10+rnd.Float64()*0.05) {
+		victim := reps[rnd.IntN(len(reps))]
+		if victim.Kill() == nil {
+			r.count("replica-kill")
+			r.note("killed a replica (kill -9)")
+		}
+		step(200 * time.Millisecond)
+		if err := victim.Restart(); err != nil {
+			r.note("restarting a replica: " + err.Error())
+		}
+	}
+	if wanted("replica-pause") && at(0.25+rnd.Float64()*0.05) {
+		// Paused past the lock TTL while it holds keys: a retry takes them
+		// over, and when it wakes the fencing token refuses its work.
+		// Whether a pause catches a request holding its key is luck, so
+		// pause again (three times at most) until the servers report a
+		// fencing rejection.
+		fenced := func() (n int64) {
+			for _, rp := range reps {
+				n += rp.Metrics()["bank_fenced_total"]
+			}
+			return n
+		}
+		before := fenced()
+		for i := 0; i < 3 && ctx.Err() == nil && r.dispatched.Load() < n; i++ {
+			reps[rnd.IntN(len(reps))].Pause(r.cfg.LockTTL + 500*time.Millisecond)
+			r.count("replica-pause")
+			r.note("paused a replica past the lock TTL, then resumed it")
+			step(300 * time.Millisecond)
+			if r.cfg.Mistake != "" || fenced() > before {
+				break
+			}
+		}
+	}
+	if wanted("database-crash") && r.cfg.CrashDB != nil && at(0.60+rnd.Float64()*0.1) {
+		if err := r.cfg.CrashDB(); err == nil {
+			r.count("database-crash")
+			r.note("stopped PostgreSQL immediately and restarted it")
+		} else {
+			r.note("database crash: " + err.Error())
+		}
+	}
+}
+
+func (r *run) note(s string) {
+	if r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, "torture: %s: %s\n", time.Since(r.start).Round(100*time.Millisecond), s)
+	}
+}
+
+// resolve settles an intent after the faults: ask what happened, and
+// send again only when the server never got it.
+func (r *run) resolve(ctx context.Context, in *intent, deadline time.Time) error {
+	for i := 0; time.Now().Before(deadline); i++ {
+		rp := r.cfg.Replicas[i%len(r.cfg.Replicas)]
+		c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: r.http}
+		state, body, err := c.Lookup(ctx, in.key)
+		switch {
+		case err != nil, state == "in_progress":
+			time.Sleep(100 * time.Millisecond)
+		case state == "completed":
+			var rec struct {
+				ResponseStatus int             `json:"responseStatus"`
+				ResponseBody   json.RawMessage `json:"responseBody"`
+			}
+			json.Unmarshal(body, &rec)
+			a := attempt{Key: in.key, Kind: "lookup", Status: rec.ResponseStatus, Body: string(rec.ResponseBody)}
+			r.record(a)
+			r.keep(in, a)
+			in.resolved = true
+			return nil
+		default: // never received, or released: send it again
+			a := r.send(ctx, i, in.key, in.body, "send")
+			r.keep(in, a)
+			if definitive(a) {
+				in.resolved = true
+				return nil
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil // unresolved: the checker reports it
+}

@@ -1,0 +1,224 @@
+// Package torture throws every fault of the lesson at real bank serve
+// processes at once, and then checks, from the database and a journal of
+// every attempt, that no intent moved money twice.
+//
+// Conservation alone proves nothing here: a transfer applied twice also
+// conserves money. So every intent carries an amount no other intent has,
+// and the checker counts, per intent, the transfers with its accounts and
+// amount.
+package torture
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Replica is one bank serve process under the run's control.
+type Replica interface {
+	URL() string
+	Kill() error           // kill -9
+	Restart() error        // start again on the same port
+	Pause(d time.Duration) // SIGSTOP, then SIGCONT after d
+	Metrics() map[string]int64
+}
+
+// Config is one run.
+type Config struct {
+	Seed     uint64
+	Intents  int
+	Clients  int
+	Accounts int
+	LockTTL  time.Duration
+	Replicas []Replica
+	DB       *pgxpool.Pool
+	CrashDB  func() error // immediate stop and restart of PostgreSQL; nil when not ours
+	Faults   []string     // the fault kinds asked for
+	History  io.Writer    // every operation as JSON lines, or nil
+	Mistake  string       // the replicas' --break mode, if any
+	Progress io.Writer    // a line now and then, or nil
+}
+
+// AllFaults are the fault kinds a run can inject.
+var AllFaults = []string{"duplicate", "concurrent-duplicate", "other-replica", "changed-body", "lost-response", "client-crash", "replica-kill", "replica-pause", "database-crash"}
+
+// attempt is one send and what came back.
+type attempt struct {
+	Key      string `json:"key"`
+	Replica  int    `json:"replica"`
+	Kind     string `json:"kind"` // send, duplicate, changed-body, lookup
+	Status   int    `json:"status"`
+	Network  string `json:"network,omitempty"`
+	Replayed bool   `json:"replayed,omitempty"`
+	Body     string `json:"body,omitempty"`
+	At       string `json:"at"`
+}
+
+type intent struct {
+	key      string
+	from, to int
+	amount   int64
+	body     string
+	replies  []attempt // definitive replies (not network errors, not 409/5xx)
+	resolved bool
+}
+
+// Report is the verdict and its evidence.
+type Report struct {
+	Seed       uint64           `json:"seed"`
+	Intents    int              `json:"intents"`
+	Faults     map[string]int64 `json:"faults"`
+	Checks     map[string]int   `json:"checksPassed"`
+	Violations []string         `json:"violations"`
+	Offending  []string         `json:"offendingKeys"`
+	Missing    []string         `json:"faultsNotInjected"`
+	Verdict    string           `json:"verdict"` // valid, invalid, unknown
+	ResolveMs  int64            `json:"resolveAfterFaultsMs"`
+	P50        float64          `json:"p50Ms"`
+	P99        float64          `json:"p99Ms"`
+}
+
+type run struct {
+	cfg     Config
+	mu      sync.Mutex
+	intents []*intent
+	faults  map[string]*atomic.Int64
+	lat     []time.Duration
+	hist    sync.Mutex
+	start   time.Time
+
+	fenced, takeovers atomic.Int64
+	dispatched        atomic.Int64 // intents handed to clients so far
+	// http gives up on an attempt after half the lock TTL, so a client
+	// stuck on a paused replica retries elsewhere while the lock is held.
+	http *http.Client
+}
+
+func (r *run) count(kind string) { r.faults[kind].Add(1) }
+
+func (r *run) record(a attempt) {
+	if r.cfg.History == nil {
+		return
+	}
+	a.At = time.Since(r.start).Round(time.Millisecond).String()
+	b, _ := json.Marshal(a)
+	r.hist.Lock()
+	r.cfg.History.Write(append(b, '\n'))
+	r.hist.Unlock()
+}
+
+// Run injects faults while the clients work, lets every intent resolve,
+// then checks.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	r := &run{cfg: cfg, faults: map[string]*atomic.Int64{}, start: time.Now(),
+		http: &http.Client{Timeout: cfg.LockTTL / 2, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	for _, f := range AllFaults {
+		r.faults[f] = &atomic.Int64{}
+	}
+	seed := mrand.New(mrand.NewPCG(cfg.Seed, 0x70727475))
+	// Intents: unique amounts, so each transfer belongs to one intent.
+	for i := 0; i < cfg.Intents; i++ {
+		from := 4 + seed.IntN(cfg.Accounts)
+		to := 4 + seed.IntN(cfg.Accounts-1)
+		if to >= from {
+			to++
+		}
+		amount := int64(100 + i)
+		r.intents = append(r.intents, &intent{
+			key: fmt.Sprintf("torture-%d-%06d-%s", cfg.Seed, i, randomHex(4)), from: from, to: to, amount: amount,
+			body: fmt.Sprintf(`{"from":%d,"to":%d,"amountKobo":%d}`, from, to, amount),
+		})
+	}
+	var total0 int64
+	if err := cfg.DB.QueryRow(ctx, "SELECT sum(balance_kobo) FROM accounts").Scan(&total0); err != nil {
+		return Report{}, err
+	}
+
+	// The load, with faults from a schedule drawn from the seed.
+	work := make(chan *intent)
+	var wg sync.WaitGroup
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := mrand.New(mrand.NewPCG(cfg.Seed, uint64(c)+1))
+			for in := range work {
+				r.dispatched.Add(1)
+				r.drive(ctx, rnd, in)
+			}
+		}()
+	}
+	faultsDone := make(chan struct{})
+	go func() { defer close(faultsDone); r.inject(ctx, seed) }()
+	for _, in := range r.intents {
+		select {
+		case work <- in:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	<-faultsDone
+	lastFault := time.Now()
+
+	// Resolution: every intent must settle through the key lookup.
+	deadline := lastFault.Add(cfg.LockTTL + 5*time.Second + 10*time.Second)
+	for _, in := range r.intents {
+		if err := r.resolve(ctx, in, deadline); err != nil {
+			return Report{}, err
+		}
+	}
+	resolved := time.Since(lastFault)
+	rep := r.check(ctx, total0)
+	rep.ResolveMs = resolved.Milliseconds()
+	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
+	if n := len(r.lat); n > 0 {
+		rep.P50 = float64(r.lat[n/2].Microseconds()) / 1000
+		rep.P99 = float64(r.lat[n*99/100].Microseconds()) / 1000
+	}
+	for _, rp := range cfg.Replicas {
+		m := rp.Metrics()
+		r.faults["lost-response"].Add(m["bank_lost_responses_total"])
+		r.fenced.Add(m["bank_fenced_total"])
+		r.takeovers.Add(m["bank_takeovers_total"])
+	}
+	rep.Faults = map[string]int64{}
+	for k, v := range r.faults {
+		rep.Faults[k] = v.Load()
+	}
+	rep.Faults["takeovers (seen by the servers)"] = r.takeovers.Load()
+	rep.Faults["fencing rejections (seen by the servers)"] = r.fenced.Load()
+	for _, f := range cfg.Faults {
+		if rep.Faults[f] == 0 {
+			rep.Missing = append(rep.Missing, f)
+		}
+	}
+	// A pause proves something only if a retry took a key over from the
+	// paused replica and the fencing token then refused its late work.
+	if slices.Contains(cfg.Faults, "replica-pause") && cfg.Mistake == "" {
+		for _, f := range []string{"takeovers (seen by the servers)", "fencing rejections (seen by the servers)"} {
+			if rep.Faults[f] == 0 {
+				rep.Missing = append(rep.Missing, f)
+			}
+		}
+	}
+	switch {
+	case len(rep.Violations) > 0:
+		rep.Verdict = "invalid"
+	case len(rep.Missing) > 0:
+		rep.Verdict = "unknown"
+	default:
+		rep.Verdict = "valid"
+	}
+	return rep, nil
+}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/bank/bench"
+	"github.com/zudojs/bank/bank/torture"
+	"github.com/zudojs/bank/scenarios"
+)
+
+type tortureFlags struct {
+	seed                       uint64
+	intents, clients, replicas int
+	accounts                   int
+	lockTTL                    time.Duration
+	loseRate                   float64
+	mistake, history           string
+}
+
+func (a *app) tortureCommand() *cobra.Command {
+	var f tortureFlags
+	cmd := &cobra.Command{
+		Use:   "torture",
+		Short: "Throw every fault at real servers at once and check that no intent moved money twice",
+		Long: `Start PostgreSQL and several bank serve replicas sharing it, send many transfer
+intents through them, and inject, reproducibly from the seed: duplicate
+deliveries (in sequence, at once, to the other replica), the same key with a
+changed body, lost responses, client crashes that resume from the journal,
+kill -9 of a replica and its restart, a replica paused past the lock TTL, and
+an immediate PostgreSQL stop and restart (private server only).
+
+Then every intent is settled through GET /transfers?key=, and a checker reads
+the database and the journal: money conserved; per key at most one transfer
+(each intent has an amount of its own, so a second transfer cannot hide);
+identical definitive replies; every 2xx-acknowledged transfer present and
+matching its reply; a changed body refused; no key left in progress.
+
+Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
+(exit 3) when a fault kind never happened, so a quiet run cannot pass as proof.
+--break runs the replicas with a mistake; the checker must then say invalid.`,
+		Example: `  bank torture --seed 1
+  bank torture --seed 1 --break no-fencing`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case f.intents < 1 || f.clients < 1 || f.replicas < 1 || f.accounts < 2:
+				return usagef("--intents, --clients and --replicas must be at least 1, --accounts at least 2")
+			case f.lockTTL <= 0:
+				return usagef("--lock-ttl must be positive, such as 2s")
+			case f.mistake != "" && !slices.Contains(scenarios.BrokenModes, f.mistake):
+				return usagef("--break must be one of %s", strings.Join(scenarios.BrokenModes, ", "))
+			}
+			return a.torture(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Uint64Var(&f.seed, "seed", 1, "seed for every random choice")
+	fl.IntVar(&f.intents, "intents", 2000, "transfer intents to send")
+	fl.IntVar(&f.clients, "clients", 8, "concurrent clients")
+	fl.IntVar(&f.replicas, "replicas", 2, "bank serve processes sharing the database")
+	fl.IntVar(&f.accounts, "accounts", 1000, "accounts to send between")
+	fl.DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the replicas' lock TTL (short, so takeovers happen)")
+	fl.Float64Var(&f.loseRate, "lose-rate", 0.1, "the share of responses the replicas lose after committing")
+	fl.StringVar(&f.mistake, "break", "", "run the replicas with a mistake: "+strings.Join(scenarios.BrokenModes, ", "))
+	fl.StringVar(&f.history, "history", "", "write every operation as JSON lines to this file")
+	return cmd
+}
+
+func (a *app) torture(ctx context.Context, f tortureFlags) error {
+	binary, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	db, err := a.openDatabase(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	tdb, err := db.cluster.NewDatabase(ctx, "torture")
+	if err != nil {
+		return err
+	}
+	defer tdb.Drop(context.WithoutCancel(ctx))
+	pool, err := pgxpool.New(ctx, tdb.URL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := bench.Prepare(ctx, pool, f.accounts); err != nil {
+		return err
+	}
+	args := []string{"--lock-ttl", f.lockTTL.String(), "--lose-rate", strconv.FormatFloat(f.loseRate, 'f', -1, 64)}
+	if f.mistake != "" {
+		args = append(args, "--break", f.mistake)
+	}
+	var replicas []torture.Replica
+	for i := 0; i < f.replicas; i++ {
+		r := &replica{binary: binary, dbURL: tdb.URL, args: append(args, "--seed", strconv.Itoa(int(f.seed)*10+i))}
+		if err := r.Restart(); err != nil {
+			return err
+		}
+		defer r.stop()
+		replicas = append(replicas, r)
+	}
+	cfg := torture.Config{
+		Seed: f.seed, Intents: f.intents, Clients: f.clients, Accounts: f.accounts, LockTTL: f.lockTTL,
+		Replicas: replicas, DB: pool, Progress: a.io.Err, Mistake: f.mistake,
+	}
+	for _, fault := range torture.AllFaults {
+		if fault == "database-crash" && db.server == nil {
+			continue // not our server to crash
+		}
+		if fault == "lost-response" && f.loseRate == 0 {
+			continue
+		}
+		cfg.Faults = append(cfg.Faults, fault)
+	}
+	if db.server != nil {
+		cfg.CrashDB = func() error {
+			if err := db.server.Crash(); err != nil {
+				return err
+			}
+			return db.server.Restart(ctx)
+		}
+	}
+	if f.history != "" {
+		h, err := os.Create(f.history)
+		if err != nil {
+			return usagef("--history: %v", err)
+		}
+		defer h.Close()
+		cfg.History = h
+	}
+	fmt.Fprintf(a.io.Err, "torture: seed %d, %d intents, %d clients, %d replicas, lock TTL %s\n", f.seed, f.intents, f.clients, f.replicas, f.lockTTL)
+	rep, err := torture.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	a.printTorture(rep)
+	switch rep.Verdict {
+	case "valid":
+		return nil
+	case "invalid":
+		return silentExit{exitNotAsTaught}
+	}
+	return silentExit{exitEnv}
+}
+
+func (a *app) printTorture(rep torture.Report) {
+	w := a.io.Out
+	fmt.Fprintf(w, "seed %d, %d intents\n\nfaults injected:\n", rep.Seed, rep.Intents)
+	for _, k := range sortedKeys(rep.Faults) {
+		fmt.Fprintf(w, "  %-42s %d\n", k, rep.Faults[k])
+	}
+	fmt.Fprintln(w, "\nchecks passed:")
+	checks := map[string]int64{}
+	for k, v := range rep.Checks {
+		checks[k] = int64(v)
+	}
+	for _, k := range sortedKeys(checks) {
+		fmt.Fprintf(w, "  %-42s %d\n", k, checks[k])
+	}
+	fmt.Fprintf(w, "\nlatency p50 %.1f ms, p99 %.1f ms; every intent settled %.1f s after the last fault\n", rep.P50, rep.P99, float64(rep.ResolveMs)/1000)
+	if len(rep.Violations) > 0 {
+		fmt.Fprintf(w, "\nviolations (%d):\n", len(rep.Violations))
+		for i, v := range rep.Violations {
+			if i == 20 {
+				fmt.Fprintf(w, "  ... and %d more\n", len(rep.Violations)-20)
+				break
+			}
+			fmt.Fprintln(w, "  "+v)
+		}
+		fmt.Fprintf(w, "offending keys: %d\n", len(rep.Offending))
+	}
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(w, "\nfault kinds asked for that never happened: %s\n", strings.Join(rep.Missing, ", "))
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", rep.Verdict)
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// replica is a bank serve process that torture can kill, restart and pause.
+type replica struct {
+	binary, dbURL string
+	args          []string
+	mu            sync.Mutex
+	p             *scenarios.ServeProcess
+	port          string
+	counted       map[string]int64 // metrics of earlier lives
+}
+
+func (r *replica) URL() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p.URL
+}
+
+func (r *replica) Restart() error {
+	args := r.args
+	if r.port != "" {
+		args = append(append([]string{}, args...), "--addr", "127.0.0.1:"+r.port)
+	}
+	var p *scenarios.ServeProcess
+	var err error
+	for i := 0; i < 20; i++ { // the old process's port may take a moment to free
+		if p, err = scenarios.StartServe(context.Background(), r.binary, r.dbURL, args...); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.p = p
+	r.port = p.URL[strings.LastIndex(p.URL, ":")+1:]
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *replica) Kill() error {
+	r.keepMetrics()
+	r.mu.Lock()
+	p := r.p
+	r.mu.Unlock()
+	return p.Kill()
+}
+
+func (r *replica) Pause(d time.Duration) {
+	r.mu.Lock()
+	pid := r.p.PID()
+	r.mu.Unlock()
+	syscall.Kill(pid, syscall.SIGSTOP)
+	time.Sleep(d)
+	syscall.Kill(pid, syscall.SIGCONT)
+}
+
+func (r *replica) keepMetrics() {
+	if r.counted == nil {
+		r.counted = map[string]int64{}
+	}
+	for k, v := range scrape(r.URL()) {
+		r.counted[k] += v
+	}
+}
+
+func (r *replica) Metrics() map[string]int64 {
+	m := scrape(r.URL())
+	for k, v := range r.counted {
+		m[k] += v
+	}
+	return m
+}
+
+func (r *replica) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p != nil {
+		r.p.Stop()
+	}
+}
+
+func scrape(url string) map[string]int64 {
+	m := map[string]int64{}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return m
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "#") {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			m[f[0]] = v
+		}
+	}
+	return m
+}
