@@ -3,7 +3,7 @@
 #   make test   runs the tests (with -race), as CI does
 GO ?= go
 
-.PHONY: demo test build golden bench vet
+.PHONY: demo test build golden bench vet torture
 
 demo:
 	$(GO) run ./cmd/bank scenario all
@@ -25,3 +25,7 @@ golden:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The long torture run: 20,000 intents for each of five seeds.
+torture:
+	for seed in 1 2 3 4 5; do $(GO) run ./cmd/bank torture --seed $$seed --intents 20000 || exit 1; done

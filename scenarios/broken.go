@@ -8,11 +8,14 @@ package scenarios
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +42,12 @@ func BrokenHandler(mode string, db idem.DB, ttl time.Duration) (api.Handler, err
 	names := append([]string(nil), BrokenModes...)
 	sort.Strings(names)
 	return nil, fmt.Errorf("unknown mistake %q; choose one of %s", mode, strings.Join(names, ", "))
+}
+
+func randomLock() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func transferOnce(ctx context.Context, db idem.DB, c api.Call) (idem.Response, error) {
@@ -147,26 +156,40 @@ type leakyStore struct {
 	ttl     time.Duration
 	// hooks.BeforeStore runs before the response is stored: inside the
 	// transaction, or, for second-transaction, between the two commits.
-	hooks api.Hooks
+	hooks   api.Hooks
+	holding atomic.Int64
 }
 
+// Holding is how many requests hold a claimed key right now.
+func (s *leakyStore) Holding() int64 { return s.holding.Load() }
+
 func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
-	lock := fmt.Sprint(c.Now.UnixNano())
+	if !idem.ValidKey(c.Key) {
+		return idem.Problem(400, "idempotency_key_required", "send an Idempotency-Key header"), nil
+	}
+	hash, err := idem.Fingerprint("POST", "/transfers", c.Body)
+	if err != nil {
+		return idem.Problem(400, "invalid_json", "the body is not valid JSON"), nil
+	}
+	lock := randomLock()
 	until := c.Now.Add(s.ttl)
 	var claimed bool
-	err := s.db.QueryRow(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
-		VALUES ($1, $2, '', 'in_progress', $3, $4, $5) ON CONFLICT DO NOTHING RETURNING true`,
-		c.UserID, c.Key, lock, until, c.Now).Scan(&claimed)
+	err = s.db.QueryRow(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+		VALUES ($1, $2, $3, 'in_progress', $4, $5, $6) ON CONFLICT DO NOTHING RETURNING true`,
+		c.UserID, c.Key, hash, lock, until, c.Now).Scan(&claimed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return idem.Response{}, err
 	}
 	if !claimed {
-		var status string
+		var status, prevHash string
 		var code *int
 		var body []byte
-		if err := s.db.QueryRow(ctx, "SELECT status, response_status, response_body FROM idempotency_keys WHERE user_id = $1 AND key = $2",
-			c.UserID, c.Key).Scan(&status, &code, &body); err != nil {
+		if err := s.db.QueryRow(ctx, "SELECT status, request_hash, response_status, response_body FROM idempotency_keys WHERE user_id = $1 AND key = $2",
+			c.UserID, c.Key).Scan(&status, &prevHash, &code, &body); err != nil {
 			return idem.Response{}, err
+		}
+		if prevHash != hash {
+			return idem.Problem(422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request"), nil
 		}
 		if status == "completed" {
 			return idem.Response{Status: *code, Body: body, Replayed: true}, nil
@@ -192,6 +215,8 @@ func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	}
 	var resp idem.Response
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		s.holding.Add(1)
+		defer s.holding.Add(-1)
 		if s.hooks.AfterClaim != nil {
 			s.hooks.AfterClaim(ctx)
 		}

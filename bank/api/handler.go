@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,7 +31,13 @@ type Transfers struct {
 	DB    idem.DB
 	Keys  *idem.Store
 	Hooks Hooks
+
+	holding atomic.Int64
 }
+
+// Holding is how many requests hold a claimed key right now (inside their
+// work). The torture run pauses a server only while this is above zero.
+func (h *Transfers) Holding() int64 { return h.holding.Load() }
 
 // Call is one delivery of a transfer request.
 type Call struct {
@@ -45,6 +52,8 @@ type Call struct {
 func (h *Transfers) Handle(ctx context.Context, c Call) (idem.Response, error) {
 	req := idem.Request{UserID: c.UserID, Key: c.Key, Method: "POST", Path: "/transfers", Body: c.Body, Now: c.Now}
 	return h.Keys.Do(ctx, h.DB, req, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+		h.holding.Add(1)
+		defer h.holding.Add(-1)
 		if h.Hooks.AfterClaim != nil {
 			h.Hooks.AfterClaim(ctx)
 		}

@@ -48,14 +48,47 @@ type Server struct {
 	LoseRate  float64    // then lose each with this probability
 	Rand      *rand.Rand // for LoseRate; seeded by the caller
 
+	// RateLimit is how many transfer requests per second each user may
+	// send (bursts up to the same number); 0 means no limit. A limited
+	// request gets 429 with Retry-After and is never stored under its key.
+	RateLimit float64
+
 	lost    atomic.Int64
 	randMu  sync.Mutex
+	buckets sync.Map // user id -> *bucket
 	Metrics Metrics
+}
+
+// bucket is one user's token bucket.
+type bucket struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+// allow takes a token from the user's bucket, refilled at RateLimit per
+// second on the server's clock.
+func (s *Server) allow(user int64) bool {
+	if s.RateLimit <= 0 {
+		return true
+	}
+	v, _ := s.buckets.LoadOrStore(user, &bucket{tokens: s.RateLimit, last: s.Now()})
+	b := v.(*bucket)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := s.Now()
+	b.tokens = min(s.RateLimit, b.tokens+now.Sub(b.last).Seconds()*s.RateLimit)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // Metrics are the server's counters, served at /metrics.
 type Metrics struct {
-	Requests, Replays, Conflicts, Unprocessable, Takeovers, Lost, Fenced atomic.Int64
+	Requests, Replays, Conflicts, Unprocessable, Takeovers, Lost, Fenced, Limited atomic.Int64
 }
 
 type statusWriter struct {
@@ -157,6 +190,12 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) string {
 	user, ok := s.user(w, r)
 	if !ok {
 		return ""
+	}
+	if !s.allow(user) {
+		s.Metrics.Limited.Add(1)
+		w.Header().Set("Retry-After", RetryAfter(http.StatusTooManyRequests))
+		problem(w, http.StatusTooManyRequests, "rate_limited", "too many requests; retry after the Retry-After delay with the same Idempotency-Key")
+		return " limited"
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	var tooBig *http.MaxBytesError
@@ -325,6 +364,9 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request, rawID string) {
 
 func (s *Server) writeMetrics(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	if h, ok := s.Transfers.(interface{ Holding() int64 }); ok {
+		fmt.Fprintf(w, "# HELP bank_holding_keys Requests holding a claimed key right now.\n# TYPE bank_holding_keys gauge\nbank_holding_keys %d\n", h.Holding())
+	}
 	for _, m := range []struct {
 		name, help string
 		v          *atomic.Int64
@@ -336,6 +378,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 		{"bank_takeovers_total", "Expired locks taken over by a retry.", &s.Metrics.Takeovers},
 		{"bank_lost_responses_total", "Responses lost on purpose (--lose-responses, --lose-rate).", &s.Metrics.Lost},
 		{"bank_fenced_total", "Completions refused by the fencing token: a holder that lost its lock.", &s.Metrics.Fenced},
+		{"bank_rate_limited_total", "429 answers: a user over --rate-limit.", &s.Metrics.Limited},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", m.name, m.help, m.name, m.name, m.v.Load())
 	}

@@ -66,9 +66,12 @@ func (r *run) drive(ctx context.Context, rnd *mrand.Rand, in *intent) {
 	if rnd.Float64() < 0.1 {
 		crashAfter = 1 // the client dies after its first attempt; the journal has the key
 	}
+	var last attempt
 	for n := 1; n <= 12 && ctx.Err() == nil; n++ {
 		if n > 1 {
-			if rnd.Float64() < 0.5 {
+			// After no answer, try another replica, as a load balancer
+			// would; after a 409 or 5xx, either one.
+			if last.Status == 0 || rnd.Float64() < 0.5 {
 				replica++
 				r.count("other-replica")
 			}
@@ -76,6 +79,7 @@ func (r *run) drive(ctx context.Context, rnd *mrand.Rand, in *intent) {
 		}
 		a := r.send(ctx, replica, in.key, in.body, "send")
 		r.keep(in, a)
+		last = a
 		if definitive(a) {
 			break
 		}
@@ -170,9 +174,26 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 		}
 		before := fenced()
 		for i := 0; i < 3 && ctx.Err() == nil && r.dispatched.Load() < n; i++ {
-			reps[rnd.IntN(len(reps))].Pause(r.cfg.LockTTL + 500*time.Millisecond)
+			// Wait (bounded) for a replica that holds a claimed key, and
+			// freeze it at once.
+			victim := -1
+			for tries := 0; victim < 0 && tries < 500 && r.dispatched.Load() < n; tries++ {
+				for _, k := range rnd.Perm(len(reps)) {
+					if reps[k].Metrics()["bank_holding_keys"] > 0 {
+						victim = k
+						break
+					}
+				}
+				if victim < 0 {
+					step(2 * time.Millisecond)
+				}
+			}
+			if victim < 0 {
+				break
+			}
+			reps[victim].Pause(2*r.cfg.LockTTL + time.Second)
 			r.count("replica-pause")
-			r.note("paused a replica past the lock TTL, then resumed it")
+			r.note("paused a replica holding keys past the lock TTL, then resumed it")
 			step(300 * time.Millisecond)
 			if r.cfg.Mistake != "" || fenced() > before {
 				break

@@ -26,6 +26,7 @@ type serveFlags struct {
 	seed          uint64
 	lockTTL       time.Duration
 	keep, inPlace bool
+	rateLimit     float64
 	mistake       string
 }
 
@@ -53,6 +54,7 @@ transfer has committed (the connection is closed instead of answered), and
 	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "seed for --lose-rate")
 	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", idem.DefaultLockTTL, "how long a request holds its key before a retry may take it over")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the bank's database after the server stops (with --database-url)")
+	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "transfer requests per second per user (0: no limit); over it, 429 with Retry-After")
 	cmd.Flags().BoolVar(&f.inPlace, "in-place", false, "serve the database --database-url names, as it is, instead of a fresh copy (for several servers sharing one bank)")
 	cmd.Flags().StringVar(&f.mistake, "break", "", "run with a mistake on purpose: "+strings.Join(scenarios.BrokenModes, ", "))
 	return cmd
@@ -66,6 +68,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return usagef("--lose-rate must be between 0 and 1")
 	case f.lockTTL <= 0:
 		return usagef("--lock-ttl must be positive, such as 30s")
+	case f.rateLimit < 0:
+		return usagef("--rate-limit must be 0 (no limit) or more")
 	case f.mistake != "" && !slices.Contains(scenarios.BrokenModes, f.mistake):
 		return usagef("--break must be one of %s", strings.Join(scenarios.BrokenModes, ", "))
 	}
@@ -130,6 +134,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		Log:       a.io.Err,
 		LoseFirst: f.loseResponses,
 		LoseRate:  f.loseRate,
+		RateLimit: f.rateLimit,
 		Rand:      rand.New(rand.NewPCG(f.seed, f.seed)),
 	}
 	hs := &http.Server{
