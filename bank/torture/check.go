@@ -115,6 +115,12 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 			pass("every intent resolved")
 		}
 	}
+	if len(r.late5xx) == 0 {
+		pass("no 5xx after the faults stopped")
+	}
+	for _, k := range r.late5xx {
+		fail(k, "%s got a 5xx after the faults had stopped", k)
+	}
 	for k := range bad {
 		rep.Offending = append(rep.Offending, k)
 	}

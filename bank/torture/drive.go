@@ -132,13 +132,22 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 	// at waits until a share of the intents has been handed to clients, so
 	// that every fault lands while the load is on.
 	n := int64(len(r.intents))
+	// Progress is the share of intents handed out, or, with a duration,
+	// the share of it gone, whichever is further.
+	progress := func() float64 {
+		p := float64(r.dispatched.Load()) / float64(n)
+		if d := r.cfg.Duration; d > 0 {
+			p = max(p, float64(time.Since(r.start))/float64(d))
+		}
+		return p
+	}
 	at := func(share float64) bool {
-		for r.dispatched.Load() < int64(share*float64(n)) {
-			if !step(10 * time.Millisecond) {
+		for progress() < share {
+			if r.loadOver.Load() || !step(10*time.Millisecond) {
 				return false
 			}
 		}
-		return r.dispatched.Load() < n
+		return !r.loadOver.Load()
 	}
 	wanted := func(f string) bool {
 		for _, w := range r.cfg.Faults {
@@ -173,11 +182,11 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 			return n
 		}
 		before := fenced()
-		for i := 0; i < 3 && ctx.Err() == nil && r.dispatched.Load() < n; i++ {
+		for i := 0; i < 3 && ctx.Err() == nil && !r.loadOver.Load(); i++ {
 			// Wait (bounded) for a replica that holds a claimed key, and
 			// freeze it at once.
 			victim := -1
-			for tries := 0; victim < 0 && tries < 500 && r.dispatched.Load() < n; tries++ {
+			for tries := 0; victim < 0 && tries < 500 && !r.loadOver.Load(); tries++ {
 				for _, k := range rnd.Perm(len(reps)) {
 					if reps[k].Metrics()["bank_holding_keys"] > 0 {
 						victim = k
@@ -240,6 +249,11 @@ func (r *run) resolve(ctx context.Context, in *intent, deadline time.Time) error
 		default: // never received, or released: send it again
 			a := r.send(ctx, i, in.key, in.body, "send")
 			r.keep(in, a)
+			if a.Status >= 500 {
+				r.mu.Lock()
+				r.late5xx = append(r.late5xx, in.key)
+				r.mu.Unlock()
+			}
 			if definitive(a) {
 				in.resolved = true
 				return nil

@@ -42,11 +42,13 @@ type Config struct {
 	LockTTL  time.Duration
 	Replicas []Replica
 	DB       *pgxpool.Pool
-	CrashDB  func() error // immediate stop and restart of PostgreSQL; nil when not ours
-	Faults   []string     // the fault kinds asked for
-	History  io.Writer    // every operation as JSON lines, or nil
-	Mistake  string       // the replicas' --break mode, if any
-	Progress io.Writer    // a line now and then, or nil
+	CrashDB  func() error  // immediate stop and restart of PostgreSQL; nil when not ours
+	Faults   []string      // the fault kinds asked for
+	History  io.Writer     // every operation as JSON lines, or nil
+	Mistake  string        // the replicas' --break mode, if any
+	Duration time.Duration // stop handing out new intents after this long; 0 means no bound
+	Live     io.Writer     // a terminal for a progress line, or nil
+	Progress io.Writer     // a line now and then, or nil
 }
 
 // AllFaults are the fault kinds a run can inject.
@@ -99,6 +101,8 @@ type run struct {
 
 	fenced, takeovers atomic.Int64
 	dispatched        atomic.Int64 // intents handed to clients so far
+	loadOver          atomic.Bool
+	late5xx           []string // keys that got a 5xx after the faults stopped
 	// http gives up on an attempt after half the lock TTL, so a client
 	// stuck on a paused replica retries elsewhere while the lock is held.
 	http *http.Client
@@ -115,6 +119,28 @@ func (r *run) record(a attempt) {
 	r.hist.Lock()
 	r.cfg.History.Write(append(b, '\n'))
 	r.hist.Unlock()
+}
+
+// live prints a progress line on a terminal until the returned func runs.
+func (r *run) live() func() {
+	if r.cfg.Live == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				fmt.Fprintf(r.cfg.Live, "\rtorture: %d of %d intents handed out ", r.dispatched.Load(), len(r.intents))
+			case <-done:
+				fmt.Fprint(r.cfg.Live, "\r\033[K")
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // Run injects faults while the clients work, lets every intent resolve,
@@ -160,15 +186,29 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	faultsDone := make(chan struct{})
 	go func() { defer close(faultsDone); r.inject(ctx, seed) }()
+	stopLive := r.live()
+	var stop <-chan time.Time
+	if cfg.Duration > 0 {
+		stop = time.After(cfg.Duration)
+	}
+	sent := 0
+dispatch:
 	for _, in := range r.intents {
 		select {
 		case work <- in:
+			sent++
+		case <-stop:
+			break dispatch
 		case <-ctx.Done():
+			break dispatch
 		}
 	}
 	close(work)
 	wg.Wait()
+	r.intents = r.intents[:sent]
+	r.loadOver.Store(true) // the injector stops with the load
 	<-faultsDone
+	stopLive()
 	lastFault := time.Now()
 
 	// Resolution: every intent must settle through the key lookup.

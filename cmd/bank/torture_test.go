@@ -7,10 +7,10 @@ import (
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 )
 
-// TestTortureValid: a short seeded run injects every fault kind, including
-// a takeover and a fencing rejection, and ends valid.
+// TestTortureValid: the CI tier, 2,000 intents, injects every fault kind,
+// including a takeover and a fencing rejection, and ends valid.
 func TestTortureValid(t *testing.T) {
-	out, err := command(t, pgtest.CacheDir(t), "torture", "--seed", "1", "--intents", "800", "--lock-ttl", "1s").CombinedOutput()
+	out, err := command(t, pgtest.CacheDir(t), "torture", "--seed", "1", "--intents", "2000", "--lock-ttl", "1s").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "verdict: valid") {
 		t.Fatalf("%v\n%s", err, out)
 	}
