@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/bench"
+	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/scenarios"
 )
 
@@ -54,28 +55,12 @@ peak RSS, the ratios that matter, and the invariant checks.`,
 }
 
 func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
-	binary, err := os.Executable()
+	l, err := a.openLoadBank(ctx, "bench", cfg.Accounts)
 	if err != nil {
 		return err
 	}
-	db, err := a.openDatabase(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.close()
-	bdb, err := db.cluster.NewDatabase(ctx, "bench")
-	if err != nil {
-		return err
-	}
-	defer bdb.Drop(context.WithoutCancel(ctx))
-	pool, err := pgxpool.New(ctx, bdb.URL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := bench.Prepare(ctx, pool, cfg.Accounts); err != nil {
-		return err
-	}
+	defer l.close(ctx)
+	binary, bdb, pool, db := l.binary, l.bank, l.pool, l.db
 	cfg.DBURL = bdb.URL
 	cfg.Serve = func(ctx context.Context, args ...string) (string, int, func() error, error) {
 		p, err := scenarios.StartServe(ctx, binary, bdb.URL, args...)
@@ -150,4 +135,46 @@ func (a *app) printBench(rep bench.Report) {
 	for _, c := range rep.Checks {
 		fmt.Fprintln(w, "  "+c)
 	}
+}
+
+// loadBank is the set-up shared by bench and torture: the server, a fresh
+// bank cloned for this run with extra accounts, and a pool on it. close
+// undoes all of it.
+type loadBank struct {
+	db     *database
+	bank   *pgserver.Database
+	pool   *pgxpool.Pool
+	binary string // this bank binary, to start bank serve processes
+}
+
+func (a *app) openLoadBank(ctx context.Context, label string, accounts int) (*loadBank, error) {
+	binary, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	db, err := a.openDatabase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &loadBank{db: db, binary: binary}
+	if l.bank, err = db.cluster.NewDatabase(ctx, label); err == nil {
+		if l.pool, err = pgxpool.New(ctx, l.bank.URL); err == nil {
+			err = bench.Prepare(ctx, l.pool, accounts)
+		}
+	}
+	if err != nil {
+		l.close(ctx)
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *loadBank) close(ctx context.Context) {
+	if l.pool != nil {
+		l.pool.Close()
+	}
+	if l.bank != nil {
+		l.bank.Drop(context.WithoutCancel(ctx))
+	}
+	l.db.close()
 }

@@ -14,10 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/zudojs/bank/bank/bench"
 	"github.com/zudojs/bank/bank/torture"
 	"github.com/zudojs/bank/scenarios"
 )
@@ -85,28 +83,12 @@ Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
 }
 
 func (a *app) torture(ctx context.Context, f tortureFlags) error {
-	binary, err := os.Executable()
+	l, err := a.openLoadBank(ctx, "torture", f.accounts)
 	if err != nil {
 		return err
 	}
-	db, err := a.openDatabase(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.close()
-	tdb, err := db.cluster.NewDatabase(ctx, "torture")
-	if err != nil {
-		return err
-	}
-	defer tdb.Drop(context.WithoutCancel(ctx))
-	pool, err := pgxpool.New(ctx, tdb.URL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := bench.Prepare(ctx, pool, f.accounts); err != nil {
-		return err
-	}
+	defer l.close(ctx)
+	binary, tdb, pool, db := l.binary, l.bank, l.pool, l.db
 	args := []string{"--lock-ttl", f.lockTTL.String(), "--lose-rate", strconv.FormatFloat(f.loseRate, 'f', -1, 64)}
 	if f.mistake != "" {
 		args = append(args, "--break", f.mistake)
