@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -80,5 +79,5 @@ func willRetry(retry bool) string {
 	if retry {
 		return ", will retry"
 	}
-	return fmt.Sprint(", giving up")
+	return ", giving up"
 }
