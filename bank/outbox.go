@@ -13,13 +13,10 @@ import (
 // own transaction: the message exists if and only if the transfer
 // committed. Nothing is sent here.
 func Notice(ctx context.Context, tx DB, r Receipt) error {
-	var holder string
-	if err := tx.QueryRow(ctx, "SELECT split_part(holder, ' ', 1) FROM accounts WHERE id = $1", r.To).Scan(&holder); err != nil {
-		return fmt.Errorf("reading recipient: %w", err)
-	}
 	_, err := tx.Exec(ctx, `INSERT INTO outbox (transfer_id, recipient, message)
-		SELECT $1, split_part(holder, ' ', 1), $2 FROM accounts WHERE id = $3`,
-		r.TransferID, fmt.Sprintf("You sent %s to %s", Naira(r.AmountKobo), holder), r.From)
+		SELECT $1, split_part(sender.holder, ' ', 1), 'You sent ' || $2 || ' to ' || split_part(recipient.holder, ' ', 1)
+		FROM accounts sender, accounts recipient WHERE sender.id = $3 AND recipient.id = $4`,
+		r.TransferID, Naira(r.AmountKobo), r.From, r.To)
 	if err != nil {
 		return fmt.Errorf("writing the outbox: %w", err)
 	}

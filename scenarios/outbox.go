@@ -80,7 +80,7 @@ var Outbox = &Scenario{
 			return errors.New("worker 1 should not have been able to mark the message sent")
 		}
 		for {
-			m, err := bank.DeliverOne(ctx, lab.DB, func(ctx context.Context, m bank.Message) error {
+			_, err := bank.DeliverOne(ctx, lab.DB, func(ctx context.Context, m bank.Message) error {
 				if sms.Send(m.Key(), m.Recipient, m.Text) {
 					lab.Say("worker 2 sent message %d: delivered", m.ID)
 				} else {
@@ -95,7 +95,6 @@ var Outbox = &Scenario{
 			if err != nil {
 				return err
 			}
-			_ = m
 		}
 		lab.Say("SMS delivered for the ₦5,000 transfer: %d", sms.Count("Ada: You sent ₦5,000 to Bola"))
 		return lab.Balances(ctx, "")

@@ -33,6 +33,7 @@ type Cluster struct {
 	admin    string // connection string of a database to run CREATE DATABASE from
 	tmpl     Template
 	strategy string // CREATE DATABASE's STRATEGY clause, if any
+	version  int    // server_version_num
 }
 
 // Database is one scenario's own database.
@@ -51,6 +52,9 @@ func Open(ctx context.Context, adminURL string, t Template) (*Cluster, error) {
 		return nil, err
 	}
 	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&c.version); err != nil {
+		return nil, fmt.Errorf("reading the server version: %w", err)
+	}
 	if err := c.ensureTemplate(ctx, conn); err != nil {
 		return nil, err
 	}
@@ -135,20 +139,10 @@ func (c *Cluster) ensureTemplate(ctx context.Context, conn *pgx.Conn) error {
 // PostgreSQL 15 and later) instead of writing all its pages into WAL. On
 // the lab's own throwaway server, run with wal_level=minimal, that makes a
 // clone cheap; on a shared server the default is kinder (no checkpoints).
-func (c *Cluster) CopyFiles(ctx context.Context) error {
-	conn, err := connect(ctx, c.admin)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	var version int
-	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
-		return err
-	}
-	if version >= 150000 {
+func (c *Cluster) CopyFiles() {
+	if c.version >= 150000 {
 		c.strategy = " STRATEGY FILE_COPY"
 	}
-	return nil
 }
 
 // NewDatabase clones the template into a fresh database for one scenario.

@@ -176,9 +176,7 @@ func (a *app) openDatabase(ctx context.Context) (*database, error) {
 	d := &database{server: s, admin: s.URL("postgres")}
 	d.cluster, err = pgserver.Open(ctx, d.admin, tmpl)
 	if err == nil {
-		err = d.cluster.CopyFiles(ctx)
-	}
-	if err == nil {
+		d.cluster.CopyFiles()
 		err = d.cluster.DropLeftovers(ctx)
 	}
 	if err != nil {

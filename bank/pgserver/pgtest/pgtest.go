@@ -52,10 +52,7 @@ func run(m *testing.M) int {
 		return 3
 	}
 	if server != nil {
-		if err := c.CopyFiles(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "pgtest:", err)
-			return 3
-		}
+		c.CopyFiles()
 	}
 	cluster = c
 	return m.Run()
