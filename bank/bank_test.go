@@ -121,3 +121,47 @@ func TestReceiptBody(t *testing.T) {
 		t.Fatalf("refusal body %s", got)
 	}
 }
+
+// TestOppositeTransfersDoNotDeadlock sends money both ways between Ada and
+// Bola at once, many times. If each transfer locked its sender first and
+// its recipient second, the two would wait for each other and PostgreSQL
+// would abort one with a deadlock error: a 500 for a valid request.
+func TestOppositeTransfersDoNotDeadlock(t *testing.T) {
+	pool, _ := pgtest.DB(t)
+	ctx := context.Background()
+	const rounds = 300
+	errs := make(chan error, 2)
+	for _, dir := range []struct {
+		user int64
+		body string
+	}{{1, `{"from":1,"to":2,"amountKobo":1}`}, {2, `{"from":2,"to":1,"amountKobo":1}`}} {
+		go func() {
+			for range rounds {
+				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					o, err := bank.Transfer(ctx, tx, dir.user, []byte(dir.body))
+					if err == nil && o.Status != 201 {
+						t.Errorf("user %d: %d %s", dir.user, o.Status, o.Label())
+					}
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	line, err := bank.Balances(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Ada ₦50,000, Bola ₦5,000, Chidi ₦20,000 | total ₦75,000 | transfers 600"; line != want {
+		t.Fatalf("after %d transfers each way\n got %s\nwant %s", rounds, line, want)
+	}
+}

@@ -133,27 +133,44 @@ func Transfer(ctx context.Context, tx DB, userID int64, body []byte) (Outcome, e
 	return Execute(ctx, tx, userID, r)
 }
 
+// lockedAccount is what a transfer reads of an account it locks.
+type lockedAccount struct {
+	ID, Owner int64
+	Status    string
+}
+
 // Execute runs a validated request. See Transfer.
 func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, error) {
-	var owner int64
-	var status string
-	var recipient *string
-	// FOR UPDATE: two transfers from one account take turns. The same
-	// round trip reads the recipient's status (without locking it); the
-	// checks below still come in the lesson's order.
-	err := tx.QueryRow(ctx, `SELECT owner_id, status, (SELECT status FROM accounts WHERE id = $2::bigint)
-		FROM accounts WHERE id = $1::bigint FOR UPDATE OF accounts`, r.From, r.To).Scan(&owner, &status, &recipient)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && owner != userID {
+	// Lock both accounts, lower id first. Every transfer takes its locks
+	// in that one order, so two transfers in opposite directions queue
+	// behind each other instead of each holding the row the other needs
+	// (which PostgreSQL would end with a deadlock error). One round trip;
+	// the checks below still come in the lesson's order.
+	rows, err := tx.Query(ctx, `SELECT id, owner_id, status FROM accounts
+		WHERE id IN ($1::bigint, $2::bigint) ORDER BY id FOR UPDATE`, r.From, r.To)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("locking accounts: %w", err)
+	}
+	locked, err := pgx.CollectRows(rows, pgx.RowToStructByPos[lockedAccount])
+	if err != nil {
+		return Outcome{}, fmt.Errorf("locking accounts: %w", err)
+	}
+	var sender, recipient *lockedAccount
+	for i := range locked {
+		if locked[i].ID == r.From {
+			sender = &locked[i]
+		} else {
+			recipient = &locked[i]
+		}
+	}
+	if sender == nil || sender.Owner != userID {
 		// A stranger's account and a missing one look the same.
 		return refuse(http.StatusNotFound, "account_not_found", "account %d was not found", r.From), nil
 	}
-	if err != nil {
-		return Outcome{}, fmt.Errorf("reading sender: %w", err)
+	if sender.Status != "active" {
+		return refuse(http.StatusUnprocessableEntity, "account_not_active", "account %d is %s", r.From, sender.Status), nil
 	}
-	if status != "active" {
-		return refuse(http.StatusUnprocessableEntity, "account_not_active", "account %d is %s", r.From, status), nil
-	}
-	if recipient == nil || *recipient != "active" {
+	if recipient == nil || recipient.Status != "active" {
 		return refuse(http.StatusUnprocessableEntity, "recipient_unavailable", "account %d cannot receive transfers", r.To), nil
 	}
 

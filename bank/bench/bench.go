@@ -42,14 +42,16 @@ type Config struct {
 
 // Result is one mode's figures.
 type Result struct {
-	Mode       string  `json:"mode"`
-	Requests   int     `json:"requests"`
-	Errors     int     `json:"errors"`
-	Throughput float64 `json:"perSecond"`
-	P50        float64 `json:"p50Ms"`
-	P99        float64 `json:"p99Ms"`
-	PeakRSSMiB float64 `json:"serverPeakRssMiB,omitempty"`
-	Note       string  `json:"note,omitempty"`
+	Mode     string `json:"mode"`
+	Requests int    `json:"requests"`
+	Errors   int    `json:"errors"`
+	// Failures counts the errors by kind ("HTTP 500", "no reply").
+	Failures   map[string]int `json:"failures,omitempty"`
+	Throughput float64        `json:"perSecond"`
+	P50        float64        `json:"p50Ms"`
+	P99        float64        `json:"p99Ms"`
+	PeakRSSMiB float64        `json:"serverPeakRssMiB,omitempty"`
+	Note       string         `json:"note,omitempty"`
 }
 
 // Report is the whole run.
@@ -213,7 +215,13 @@ func runHTTP(ctx context.Context, cfg Config, mode string, args []string, next f
 	deadline := time.Now().Add(cfg.Duration)
 	var wg sync.WaitGroup
 	lat := make([][]time.Duration, cfg.Clients)
-	errs := make([]int, cfg.Clients)
+	var failMu sync.Mutex
+	failures := map[string]int{}
+	fail := func(why string) {
+		failMu.Lock()
+		failures[why]++
+		failMu.Unlock()
+	}
 	for w := 0; w < cfg.Clients; w++ {
 		wg.Add(1)
 		go func() {
@@ -222,10 +230,10 @@ func runHTTP(ctx context.Context, cfg Config, mode string, args []string, next f
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				key, body, copies := next(r)
 				if copies == 1 {
-					d, ok := post(ctx, hc, url, key, body)
+					d, why := post(ctx, hc, url, key, body)
 					lat[w] = append(lat[w], d)
-					if !ok {
-						errs[w]++
+					if why != "" {
+						fail(why)
 					}
 					continue
 				}
@@ -235,13 +243,13 @@ func runHTTP(ctx context.Context, cfg Config, mode string, args []string, next f
 					inner.Add(1)
 					go func() {
 						defer inner.Done()
-						d, ok := post(ctx, hc, url, key, body)
+						d, why := post(ctx, hc, url, key, body)
 						mu.Lock()
 						lat[w] = append(lat[w], d)
-						if !ok {
-							errs[w]++
-						}
 						mu.Unlock()
+						if why != "" {
+							fail(why)
+						}
 					}()
 				}
 				inner.Wait()
@@ -250,14 +258,18 @@ func runHTTP(ctx context.Context, cfg Config, mode string, args []string, next f
 	}
 	wg.Wait()
 	res := summarize(mode, lat, cfg.Duration)
-	for _, e := range errs {
-		res.Errors += e
+	for _, n := range failures {
+		res.Errors += n
+	}
+	if len(failures) > 0 {
+		res.Failures = failures
 	}
 	res.PeakRSSMiB = peakRSS(pid)
 	return res, nil
 }
 
-func post(ctx context.Context, hc *http.Client, url, key, body string) (time.Duration, bool) {
+// post sends one transfer and says why it failed, or "" when it did not.
+func post(ctx context.Context, hc *http.Client, url, key, body string) (time.Duration, string) {
 	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/transfers", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer token-ada")
 	if key != "" {
@@ -266,12 +278,16 @@ func post(ctx context.Context, hc *http.Client, url, key, body string) (time.Dur
 	start := time.Now()
 	resp, err := hc.Do(req)
 	if err != nil {
-		return time.Since(start), false
+		return time.Since(start), "no reply"
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	d := time.Since(start)
 	// 409 is a correct answer in a duplicate storm; 5xx and others are not.
-	return time.Since(start), resp.StatusCode == 201 || resp.StatusCode == 409
+	if resp.StatusCode == 201 || resp.StatusCode == 409 {
+		return d, ""
+	}
+	return d, "HTTP " + strconv.Itoa(resp.StatusCode)
 }
 
 func summarize(mode string, lat [][]time.Duration, d time.Duration) Result {
@@ -304,14 +320,16 @@ func peakRSS(pid int) float64 {
 	return kb / 1024
 }
 
-// pgbenchScript is the handler's transaction in SQL: claim the key, debit
-// with the conditional update, credit, record the transfer, complete the
-// key. (The handler claims in its own statement first; here it is in the
+// pgbenchScript is the handler's transaction in SQL: claim the key, lock
+// both accounts in id order, debit with the conditional update, credit,
+// record the transfer, complete the key. (The handler reads the owner and
+// status in the locking statement; pgbench's script skips those checks.) (The handler claims in its own statement first; here it is in the
 // transaction, which only favours pgbench.)
 const pgbenchScript = `\set from random(4, :naccounts + 3)
 \set to random(4, :naccounts + 3)
 \set k random(1, 1000000000000)
 BEGIN;
+SELECT id FROM accounts WHERE id IN (:from, :to) ORDER BY id FOR UPDATE;
 INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
   VALUES (1, 'pgbench-' || :client_id || '-' || :k, 'h', 'in_progress', 'l', now() + interval '30 seconds', now()) ON CONFLICT DO NOTHING;
 UPDATE accounts SET balance_kobo = balance_kobo - 100 WHERE id = :from AND balance_kobo >= 100;

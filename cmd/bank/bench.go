@@ -112,7 +112,12 @@ func (a *app) printBench(rep bench.Report) {
 		}
 		errs := ""
 		if r.Errors > 0 {
-			errs = fmt.Sprintf("  (%d errors)", r.Errors)
+			var kinds []string
+			for why, n := range r.Failures {
+				kinds = append(kinds, fmt.Sprintf("%s ×%d", why, n))
+			}
+			sort.Strings(kinds)
+			errs = fmt.Sprintf("  (%d errors: %s)", r.Errors, strings.Join(kinds, ", "))
 		}
 		fmt.Fprintf(w, "%-42s %10.0f %8.2f %8.2f %11s%s\n", r.Mode, r.Throughput, r.P50, r.P99, rss, errs)
 	}

@@ -291,6 +291,7 @@ func TestBenchRuns(t *testing.T) {
 			Mode       string
 			Requests   int
 			Errors     int
+			Failures   map[string]int
 			Throughput float64 `json:"perSecond"`
 		}
 		Holds bool `json:"invariantsHold"`
@@ -303,7 +304,7 @@ func TestBenchRuns(t *testing.T) {
 	}
 	for _, r := range rep.Results[1:] {
 		if r.Requests == 0 || r.Errors != 0 {
-			t.Errorf("%s: %d requests, %d errors", r.Mode, r.Requests, r.Errors)
+			t.Errorf("%s: %d requests, %d errors %v", r.Mode, r.Requests, r.Errors, r.Failures)
 		}
 	}
 }
