@@ -3,7 +3,7 @@
 #   make test   runs the tests (with -race), as CI does
 GO ?= go
 
-.PHONY: demo test build golden bench vet torture
+.PHONY: demo test build golden bench gobench vet torture
 
 demo:
 	$(GO) run ./cmd/bank scenario all
@@ -23,7 +23,12 @@ golden:
 	$(GO) test ./scenarios -count=1 -update
 	git diff --stat testdata/
 
+# What idempotency costs: pgbench and the HTTP modes side by side (bank bench).
 bench:
+	$(GO) run ./cmd/bank bench
+
+# The Go benchmarks: scenario start-up, fingerprints and the like.
+gobench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The long torture run: 20,000 intents for each of five seeds.

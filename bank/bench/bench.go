@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
@@ -38,6 +39,8 @@ type Config struct {
 	// Pgbench is the pgbench program, or "" when none is installed.
 	Pgbench string
 	Seed    uint64
+	// Rounds splits Duration: every mode runs once per round, in turn.
+	Rounds int
 }
 
 // Result is one mode's figures.
@@ -57,7 +60,8 @@ type Result struct {
 // Report is the whole run.
 type Report struct {
 	Clients  int               `json:"clients"`
-	Seconds  float64           `json:"seconds"`
+	Seconds  float64           `json:"seconds"` // per mode, over all rounds
+	Rounds   int               `json:"rounds"`
 	Accounts int               `json:"accounts"`
 	Results  []Result          `json:"results"`
 	Ratios   map[string]string `json:"ratios"`
@@ -73,34 +77,66 @@ func Prepare(ctx context.Context, db *pgxpool.Pool, n int) error {
 	return err
 }
 
-// Run runs every mode in turn and checks the invariants at the end.
+// sample is what one mode measured in one round.
+type sample struct {
+	lat      []time.Duration
+	seconds  float64
+	perSec   float64 // when the tool reports its own rate (pgbench)
+	failures map[string]int
+	rssMiB   float64
+}
+
+// tally adds up a mode's samples over the rounds.
+type tally struct {
+	mode    string
+	samples []sample
+}
+
+func (t *tally) result() Result {
+	var lat []time.Duration
+	var seconds, weighted, rss float64
+	failures := map[string]int{}
+	for _, s := range t.samples {
+		lat = append(lat, s.lat...)
+		seconds += s.seconds
+		weighted += s.perSec * s.seconds
+		rss = max(rss, s.rssMiB)
+		for why, n := range s.failures {
+			failures[why] += n
+		}
+	}
+	r := summarize(t.mode, lat, seconds)
+	if weighted > 0 {
+		r.Throughput = weighted / seconds
+	}
+	for _, n := range failures {
+		r.Errors += n
+	}
+	if len(failures) > 0 {
+		r.Failures = failures
+	}
+	r.PeakRSSMiB = rss
+	return r
+}
+
+// Run runs every mode, round after round, and checks the invariants at
+// the end. The modes take turns within each round, so a slow spell on a
+// shared machine lands on all of them rather than on one, and the ratios
+// stay steady.
 func Run(ctx context.Context, db *pgxpool.Pool, cfg Config, progress io.Writer) (Report, error) {
-	rep := Report{Clients: cfg.Clients, Seconds: cfg.Duration.Seconds(), Accounts: cfg.Accounts, Ratios: map[string]string{}}
+	rounds := max(1, cfg.Rounds)
+	window := cfg.Duration / time.Duration(rounds)
+	rep := Report{Clients: cfg.Clients, Seconds: cfg.Duration.Seconds(), Rounds: rounds, Accounts: cfg.Accounts, Ratios: map[string]string{}}
 	var before int64
 	if err := db.QueryRow(ctx, "SELECT sum(balance_kobo) FROM accounts").Scan(&before); err != nil {
 		return rep, err
 	}
-	step := func(name string) {
-		fmt.Fprintf(progress, "bench: %s (%s, %d clients)...\n", name, cfg.Duration, cfg.Clients)
+	transfers := func() (n int) {
+		db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&n)
+		return n
 	}
 
-	if cfg.Pgbench != "" {
-		step("pgbench, the same transaction in SQL")
-		r, err := runPgbench(ctx, cfg)
-		if err != nil {
-			return rep, err
-		}
-		rep.Results = append(rep.Results, r)
-	} else {
-		rep.Results = append(rep.Results, Result{Mode: "pgbench", Note: "not installed: skipped"})
-	}
-
-	// pgbench's keys complete with 200; the API's with 201.
-	var transfersBefore int
-	if err := db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&transfersBefore); err != nil {
-		return rep, err
-	}
-	// Replays resend requests of the fresh run, same key and same body.
+	// Replays resend requests of the fresh runs, same key and same body.
 	type sent struct{ key, body string }
 	var mu sync.Mutex
 	var done []sent
@@ -113,40 +149,81 @@ func Run(ctx context.Context, db *pgxpool.Pool, cfg Config, progress io.Writer) 
 		mu.Unlock()
 		return k, b, 1
 	}
-	modes := []struct {
+	type mode struct {
 		name, args string
+		keyed      bool // its transfers run under keys
 		next       func(r *mrand.Rand) (key, body string, copies int)
-	}{
-		{"fresh safe transfers", "", fresh},
-		{"replays of completed keys", "", func(r *mrand.Rand) (string, string, int) {
+	}
+	modes := []mode{
+		{"fresh safe transfers", "", true, fresh},
+		{"replays of completed keys", "", true, func(r *mrand.Rand) (string, string, int) {
 			mu.Lock()
 			defer mu.Unlock()
 			s := done[r.IntN(len(done))]
 			return s.key, s.body, 1
 		}},
-		{"duplicate storm (each sent twice at once)", "", func(r *mrand.Rand) (string, string, int) {
+		{"duplicate storm (each sent twice at once)", "", true, func(r *mrand.Rand) (string, string, int) {
 			return newKey(), randomBody(r, cfg.Accounts), 2
 		}},
-		{"no idempotency key", "--break no-keys", func(r *mrand.Rand) (string, string, int) { return "", randomBody(r, cfg.Accounts), 1 }},
+		{"no idempotency key", "--break no-keys", false, func(r *mrand.Rand) (string, string, int) { return "", randomBody(r, cfg.Accounts), 1 }},
 	}
-	var noKeyTransfers int
+	pgbench := &tally{mode: "pgbench"}
+	tallies := make([]*tally, len(modes))
 	for i, m := range modes {
-		if i == 1 && len(done) == 0 {
-			return rep, fmt.Errorf("the fresh run sent no transfers")
+		tallies[i] = &tally{mode: m.name}
+	}
+	// Every mode starts from a vacuumed database: otherwise the mode after
+	// pgbench pays for vacuuming pgbench's dead rows.
+	vacuum := func(before string) error {
+		if _, err := db.Exec(ctx, "VACUUM ANALYZE accounts, transfers, idempotency_keys"); err != nil {
+			return fmt.Errorf("vacuuming before %s: %w", before, err)
 		}
-		step(m.name)
-		var before int
-		db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&before)
-		r, err := runHTTP(ctx, cfg, m.name, strings.Fields(m.args), m.next)
-		if err != nil {
-			return rep, err
+		return nil
+	}
+	step := func(round int, name string) {
+		fmt.Fprintf(progress, "bench: round %d of %d: %s (%s, %d clients)...\n", round+1, rounds, name, window, cfg.Clients)
+	}
+
+	var keyedTransfers int
+	for round := range rounds {
+		if cfg.Pgbench != "" {
+			if err := vacuum("pgbench"); err != nil {
+				return rep, err
+			}
+			step(round, "pgbench, the same transaction in SQL")
+			s, err := runPgbench(ctx, cfg, window)
+			if err != nil {
+				return rep, err
+			}
+			pgbench.samples = append(pgbench.samples, s)
 		}
-		if m.args != "" {
-			var after int
-			db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&after)
-			noKeyTransfers = after - before
+		for i, m := range modes {
+			if m.name == "replays of completed keys" && len(done) == 0 {
+				return rep, fmt.Errorf("the fresh run sent no transfers")
+			}
+			if err := vacuum(m.name); err != nil {
+				return rep, err
+			}
+			step(round, m.name)
+			n := transfers()
+			s, err := runHTTP(ctx, cfg, window, strings.Fields(m.args), m.next)
+			if err != nil {
+				return rep, err
+			}
+			if m.keyed {
+				keyedTransfers += transfers() - n
+			}
+			tallies[i].samples = append(tallies[i].samples, s)
 		}
-		rep.Results = append(rep.Results, r)
+	}
+
+	if cfg.Pgbench != "" {
+		rep.Results = append(rep.Results, pgbench.result())
+	} else {
+		rep.Results = append(rep.Results, Result{Mode: "pgbench", Note: "not installed: skipped"})
+	}
+	for _, t := range tallies {
+		rep.Results = append(rep.Results, t.result())
 	}
 	ratio := func(name string, a, b float64, target float64) {
 		if b == 0 {
@@ -168,20 +245,20 @@ func Run(ctx context.Context, db *pgxpool.Pool, cfg Config, progress io.Writer) 
 	ratio("replay / fresh", by["replays of completed keys"].Throughput, freshTPS, 2)
 	ratio("with key / without", freshTPS, by["no idempotency key"].Throughput, 0.8)
 
-	// The invariants: money conserved, and one transfer per key.
+	// The invariants: money conserved, and one transfer per key. pgbench
+	// completes its keys with 200, the API with 201.
 	var after int64
-	var transfers, keyed int
-	if err := db.QueryRow(ctx, `SELECT (SELECT sum(balance_kobo) FROM accounts), (SELECT count(*) FROM transfers),
-		(SELECT count(*) FROM idempotency_keys WHERE status = 'completed' AND response_status = 201)`).Scan(&after, &transfers, &keyed); err != nil {
+	var keyed int
+	if err := db.QueryRow(ctx, `SELECT (SELECT sum(balance_kobo) FROM accounts),
+		(SELECT count(*) FROM idempotency_keys WHERE status = 'completed' AND response_status = 201)`).Scan(&after, &keyed); err != nil {
 		return rep, err
 	}
 	rep.Holds = before == after
 	rep.Checks = append(rep.Checks, fmt.Sprintf("money conserved: %t (%d kobo before and %d after)", before == after, before, after))
-	withKeys := transfers - transfersBefore - noKeyTransfers
-	oneEach := withKeys == keyed
+	oneEach := keyedTransfers == keyed
 	rep.Holds = rep.Holds && oneEach
 	rep.Checks = append(rep.Checks, fmt.Sprintf("one transfer per key: %t (%d transfers over HTTP with keys, %d keys completed with 201)",
-		oneEach, withKeys, keyed))
+		oneEach, keyedTransfers, keyed))
 	return rep, nil
 }
 
@@ -202,17 +279,17 @@ func newKey() string {
 }
 
 // runHTTP starts a fresh bank serve (so its peak RSS is this mode's), and
-// runs cfg.Clients workers against it for cfg.Duration.
-func runHTTP(ctx context.Context, cfg Config, mode string, args []string, next func(r *mrand.Rand) (string, string, int)) (Result, error) {
+// runs cfg.Clients workers against it for d.
+func runHTTP(ctx context.Context, cfg Config, d time.Duration, args []string, next func(r *mrand.Rand) (string, string, int)) (sample, error) {
 	url, pid, stop, err := cfg.Serve(ctx, args...)
 	if err != nil {
-		return Result{}, err
+		return sample{}, err
 	}
 	defer stop()
 	transport := &http.Transport{MaxIdleConnsPerHost: cfg.Clients * 2, MaxConnsPerHost: cfg.Clients * 2}
 	defer transport.CloseIdleConnections()
 	hc := &http.Client{Transport: transport, Timeout: 10 * time.Second}
-	deadline := time.Now().Add(cfg.Duration)
+	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
 	lat := make([][]time.Duration, cfg.Clients)
 	var failMu sync.Mutex
@@ -257,15 +334,11 @@ func runHTTP(ctx context.Context, cfg Config, mode string, args []string, next f
 		}()
 	}
 	wg.Wait()
-	res := summarize(mode, lat, cfg.Duration)
-	for _, n := range failures {
-		res.Errors += n
+	s := sample{seconds: d.Seconds(), failures: failures, rssMiB: peakRSS(pid)}
+	for _, l := range lat {
+		s.lat = append(s.lat, l...)
 	}
-	if len(failures) > 0 {
-		res.Failures = failures
-	}
-	res.PeakRSSMiB = peakRSS(pid)
-	return res, nil
+	return s, nil
 }
 
 // post sends one transfer and says why it failed, or "" when it did not.
@@ -290,13 +363,9 @@ func post(ctx context.Context, hc *http.Client, url, key, body string) (time.Dur
 	return d, "HTTP " + strconv.Itoa(resp.StatusCode)
 }
 
-func summarize(mode string, lat [][]time.Duration, d time.Duration) Result {
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
+func summarize(mode string, all []time.Duration, seconds float64) Result {
 	slices.Sort(all)
-	r := Result{Mode: mode, Requests: len(all), Throughput: float64(len(all)) / d.Seconds()}
+	r := Result{Mode: mode, Requests: len(all), Throughput: float64(len(all)) / seconds}
 	if len(all) > 0 {
 		r.P50 = ms(all[len(all)/2])
 		r.P99 = ms(all[len(all)*99/100])
@@ -340,24 +409,25 @@ UPDATE idempotency_keys SET status = 'completed', response_status = 200, respons
 END;
 `
 
-func runPgbench(ctx context.Context, cfg Config) (Result, error) {
+func runPgbench(ctx context.Context, cfg Config, d time.Duration) (sample, error) {
+	seconds := max(1, int(math.Round(d.Seconds()))) // pgbench counts whole seconds
 	dir, err := os.MkdirTemp("", "bank-pgbench-")
 	if err != nil {
-		return Result{}, err
+		return sample{}, err
 	}
 	defer os.RemoveAll(dir)
 	script := filepath.Join(dir, "transfer.sql")
 	if err := os.WriteFile(script, []byte(pgbenchScript), 0o644); err != nil {
-		return Result{}, err
+		return sample{}, err
 	}
 	cmd := exec.CommandContext(ctx, cfg.Pgbench, "-n", "-f", script, "-c", strconv.Itoa(cfg.Clients), "-j", "2",
-		"-T", strconv.Itoa(max(1, int(cfg.Duration.Seconds()))), "-D", "naccounts="+strconv.Itoa(cfg.Accounts),
+		"-T", strconv.Itoa(seconds), "-D", "naccounts="+strconv.Itoa(cfg.Accounts),
 		"--log", "--log-prefix", filepath.Join(dir, "log"), cfg.DBURL)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return Result{}, fmt.Errorf("pgbench: %v\n%s", err, out.String())
+		return sample{}, fmt.Errorf("pgbench: %v\n%s", err, out.String())
 	}
 	// Per-transaction latencies, in microseconds, are the third column of
 	// pgbench's log files.
@@ -373,9 +443,9 @@ func runPgbench(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 	}
-	r := summarize("pgbench", [][]time.Duration{lat}, cfg.Duration)
+	s := sample{lat: lat, seconds: float64(seconds)}
 	if m := regexp.MustCompile(`tps = ([\d.]+) \(without initial connection time\)`).FindStringSubmatch(out.String()); m != nil {
-		r.Throughput, _ = strconv.ParseFloat(m[1], 64)
+		s.perSec, _ = strconv.ParseFloat(m[1], 64)
 	}
-	return r, nil
+	return s, nil
 }

@@ -29,8 +29,10 @@ func (a *app) benchCommand() *cobra.Command {
 transaction as a custom script (when pgbench is installed); bank serve over
 HTTP with fresh intents between random accounts; the same with every request
 a replay; the same with every request sent twice at once; and the handler
-with idempotency switched off. Prints throughput, p50, p99 and the server's
-peak RSS, the ratios that matter, and the invariant checks.`,
+with idempotency switched off. The modes take turns in --rounds rounds, so a
+slow spell on a shared machine falls on all of them. Prints throughput, p50,
+p99 and the server's peak RSS, the ratios that matter, and the invariant
+checks.`,
 		Example: `  bank bench
   bank bench --clients 8 --duration 10s --json`,
 		Args: cobra.NoArgs,
@@ -38,8 +40,10 @@ peak RSS, the ratios that matter, and the invariant checks.`,
 			switch {
 			case cfg.Clients < 1:
 				return usagef("--clients must be at least 1")
-			case cfg.Duration < time.Second:
-				return usagef("--duration must be at least 1s")
+			case cfg.Rounds < 1:
+				return usagef("--rounds must be at least 1")
+			case cfg.Duration < time.Duration(cfg.Rounds)*time.Second:
+				return usagef("--duration must give each of the %d rounds at least 1s; use --duration %ds or more, or fewer --rounds", cfg.Rounds, cfg.Rounds)
 			case cfg.Accounts < 2:
 				return usagef("--accounts must be at least 2")
 			}
@@ -47,7 +51,8 @@ peak RSS, the ratios that matter, and the invariant checks.`,
 		},
 	}
 	cmd.Flags().IntVar(&cfg.Clients, "clients", 8, "concurrent clients")
-	cmd.Flags().DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long each mode runs")
+	cmd.Flags().DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long each mode runs, over all rounds")
+	cmd.Flags().IntVar(&cfg.Rounds, "rounds", 5, "rounds in which the modes take turns (steadier ratios on a busy machine)")
 	cmd.Flags().IntVar(&cfg.Accounts, "accounts", 10000, "accounts to send between (many, so rows don't contend)")
 	cmd.Flags().Uint64Var(&cfg.Seed, "seed", 1, "seed for the choice of accounts")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
@@ -95,7 +100,8 @@ func fileExistsAt(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func (a *app) printBench(rep bench.Report) {
 	w := a.io.Out
-	fmt.Fprintf(w, "%d clients, %.0f s per mode, %d accounts\n\n", rep.Clients, rep.Seconds, rep.Accounts)
+	fmt.Fprintf(w, "%d clients, %d accounts, %.0f s per mode in %d rounds of %.1f s\n\n",
+		rep.Clients, rep.Accounts, rep.Seconds, rep.Rounds, rep.Seconds/float64(rep.Rounds))
 	fmt.Fprintf(w, "%-42s %10s %8s %8s %11s\n", "mode", "per second", "p50 ms", "p99 ms", "server RSS")
 	top := 0.0
 	for _, r := range rep.Results {
