@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -59,15 +60,27 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 	for _, in := range r.intents {
 		mine[in.amount] = true
 	}
-	for amount, n := range count {
+	// Money moved twice is what this lab is about: those lines come first,
+	// then transfers nobody asked for (a changed body that was executed),
+	// in order of amount, then the rest.
+	for _, in := range r.intents {
+		if n := count[in.amount]; n > 1 {
+			fail(in.key, "%s moved money %d times (transfers %v)", in.key, n, ids[in.amount])
+		}
+	}
+	amounts := make([]int64, 0, len(count))
+	for amount := range count {
+		amounts = append(amounts, amount)
+	}
+	slices.Sort(amounts)
+	for _, amount := range amounts {
 		if !mine[amount] {
-			fail("", "%d transfers of %d kobo belong to no intent", n, amount)
+			fail("", "%d transfers of %d kobo belong to no intent", count[amount], amount)
 		}
 	}
 	for _, in := range r.intents {
 		n := count[in.amount]
 		if n > 1 {
-			fail(in.key, "%s moved money %d times (transfers %v)", in.key, n, ids[in.amount])
 			continue
 		}
 		pass("at most one transfer per key")

@@ -169,7 +169,17 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 			r.note("restarting a replica: " + err.Error())
 		}
 	}
-	if wanted("replica-pause") && at(0.25+rnd.Float64()*0.05) {
+	// The database crash comes before the pause: a crash while a replica
+	// sleeps would roll back the very work the pause is there to expose.
+	if wanted("database-crash") && r.cfg.CrashDB != nil && at(0.20+rnd.Float64()*0.05) {
+		if err := r.cfg.CrashDB(); err == nil {
+			r.count("database-crash")
+			r.note("stopped PostgreSQL immediately and restarted it")
+		} else {
+			r.note("database crash: " + err.Error())
+		}
+	}
+	if wanted("replica-pause") && at(0.35+rnd.Float64()*0.05) {
 		// Paused past the lock TTL while it holds keys: a retry takes them
 		// over, and when it wakes the fencing token refuses its work.
 		// Whether a pause catches a request holding its key is luck, so
@@ -207,14 +217,6 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 			if r.cfg.Mistake != "" || fenced() > before {
 				break
 			}
-		}
-	}
-	if wanted("database-crash") && r.cfg.CrashDB != nil && at(0.60+rnd.Float64()*0.1) {
-		if err := r.cfg.CrashDB(); err == nil {
-			r.count("database-crash")
-			r.note("stopped PostgreSQL immediately and restarted it")
-		} else {
-			r.note("database crash: " + err.Error())
 		}
 	}
 }

@@ -25,12 +25,24 @@ func TestTortureValid(t *testing.T) {
 // fails when the servers are wrong. Each --break mode must end invalid and
 // name keys that moved money twice.
 func TestTortureCatchesEachMistake(t *testing.T) {
+	// no-fencing shows only when a retry takes a key over from the paused
+	// replica before it wakes, which is up to timing; a run where that did
+	// not happen is rightly valid. So each mistake gets up to three seeds,
+	// and must be caught in one of them.
 	for _, mode := range []string{"no-keys", "memory-keys", "no-fencing"} {
 		t.Run(mode, func(t *testing.T) {
-			out, err := command(t, pgtest.CacheDir(t), "torture", "--seed", "1", "--intents", "400", "--lock-ttl", "1s", "--break", mode).CombinedOutput()
-			if exitOf(err) != exitNotAsTaught || !strings.Contains(string(out), "verdict: invalid") || !strings.Contains(string(out), "moved money") {
-				t.Fatalf("%v\n%s", err, out)
+			var out []byte
+			var err error
+			for _, seed := range []string{"1", "2", "3"} {
+				out, err = command(t, pgtest.CacheDir(t), "torture", "--seed", seed, "--intents", "400", "--lock-ttl", "1s", "--break", mode).CombinedOutput()
+				if exitOf(err) == exitNotAsTaught && strings.Contains(string(out), "verdict: invalid") && strings.Contains(string(out), "moved money") {
+					return
+				}
+				if exitOf(err) != 0 || !strings.Contains(string(out), "verdict: valid") {
+					break // neither caught nor a clean miss: report it
+				}
 			}
+			t.Fatalf("%v\n%s", err, out)
 		})
 	}
 }
