@@ -120,13 +120,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if len(key) > 8 {
 				key = key[:8] + "…"
 			}
-			note += " key=" + key
+			note += " key=" + logSafe(key)
 		}
 		status := strconv.Itoa(sw.status)
 		if sw.status == 0 {
 			status = "lost" // the connection was closed instead of answered
 		}
-		fmt.Fprintf(s.Log, "%s %s %s%s %s\n", r.Method, r.URL.Path, status, note, time.Since(start).Round(time.Microsecond))
+		// The path as it came, still escaped: a decoded %0a would forge a
+		// log line, and escape codes would reach the terminal.
+		fmt.Fprintf(s.Log, "%s %s %s%s %s\n", r.Method, logSafe(r.URL.EscapedPath()), status, note, time.Since(start).Round(time.Microsecond))
 	}
 }
 
@@ -189,6 +191,13 @@ func (s *Server) user(w http.ResponseWriter, r *http.Request) (int64, bool) {
 func (s *Server) transfer(w http.ResponseWriter, r *http.Request) string {
 	user, ok := s.user(w, r)
 	if !ok {
+		return ""
+	}
+	if r.ContentLength > MaxBody {
+		// Refused on the declared length, before reading: a client that
+		// sent "Expect: 100-continue" is told now, not after it was asked
+		// for the body and then cut off.
+		problem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", MaxBody))
 		return ""
 	}
 	if !s.allow(user) {
@@ -312,6 +321,12 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "key_required", "add ?key= with the Idempotency-Key of the transfer")
 		return
 	}
+	if !idem.ValidKey(key) {
+		// No transfer is ever stored under such a key, and asking again
+		// will not change that: a 400, not a 500 to retry.
+		problem(w, http.StatusBadRequest, "invalid_key", "a key is 16 to 64 letters, digits, - or _; this one cannot name a transfer")
+		return
+	}
 	rec, found, err := idem.Lookup(r.Context(), s.Keys, user, key)
 	if err != nil {
 		problem(w, http.StatusInternalServerError, "internal_error", "the key could not be looked up; try again")
@@ -395,3 +410,15 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 var _ http.Handler = (*Server)(nil)
+
+// logSafe quotes what a client sent when it holds anything but printable
+// ASCII, so that no request can write a line or an escape code of its own
+// into the log.
+func logSafe(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r >= 0x7f {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
+}

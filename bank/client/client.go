@@ -199,7 +199,11 @@ func (c *Client) Lookup(ctx context.Context, key string) (state string, body []b
 		}
 		return "completed", body, nil
 	case http.StatusNotFound:
-		return "unknown", body, nil
+		// Only the lookup's own answer means "never received"; a 404 from
+		// a wrong address (another server, a wrong path) says nothing.
+		if bytes.Contains(body, []byte(`"error":"key_not_found"`)) {
+			return "unknown", body, nil
+		}
 	}
 	return "", body, fmt.Errorf("the server answered %d: %s", resp.StatusCode, bytes.TrimSpace(body))
 }
