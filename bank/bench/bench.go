@@ -24,7 +24,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // Config is one benchmark run.
@@ -420,12 +423,18 @@ func runPgbench(ctx context.Context, cfg Config, d time.Duration) (sample, error
 	if err := os.WriteFile(script, []byte(pgbenchScript), 0o644); err != nil {
 		return sample{}, err
 	}
+	env, err := libpqEnv(cfg.DBURL)
+	if err != nil {
+		return sample{}, err
+	}
 	cmd := exec.CommandContext(ctx, cfg.Pgbench, "-n", "-f", script, "-c", strconv.Itoa(cfg.Clients), "-j", "2",
 		"-T", strconv.Itoa(seconds), "-D", "naccounts="+strconv.Itoa(cfg.Accounts),
-		"--log", "--log-prefix", filepath.Join(dir, "log"), cfg.DBURL)
+		"--log", "--log-prefix", filepath.Join(dir, "log"))
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	procs.Bind(cmd, procs.Kill)
 	if err := cmd.Run(); err != nil {
 		return sample{}, fmt.Errorf("pgbench: %v\n%s", err, out.String())
 	}
@@ -448,4 +457,19 @@ func runPgbench(ctx context.Context, cfg Config, d time.Duration) (sample, error
 		s.perSec, _ = strconv.ParseFloat(m[1], 64)
 	}
 	return s, nil
+}
+
+// libpqEnv turns a connection URL into libpq's environment variables, so
+// that pgbench gets the database (and any password) in its environment,
+// never on its command line, where every local user could read it.
+func libpqEnv(dbURL string) ([]string, error) {
+	c, err := pgconn.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	env := []string{"PGHOST=" + c.Host, "PGPORT=" + strconv.Itoa(int(c.Port)), "PGUSER=" + c.User, "PGDATABASE=" + c.Database, "PGSSLMODE=disable"}
+	if c.Password != "" {
+		env = append(env, "PGPASSWORD="+c.Password)
+	}
+	return env, nil
 }

@@ -1,6 +1,7 @@
 package pgserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,7 +30,47 @@ const DownloadMajor = 17
 // ErrNoBinaries means no PostgreSQL could be found or fetched.
 var ErrNoBinaries = errors.New("no PostgreSQL found: install PostgreSQL (e.g. apt install postgresql, brew install postgresql), pass --pg-binaries DIR, or use --database-url URL")
 
-func (b Binaries) bin(name string) string { return filepath.Join(b.Dir, "bin", name) }
+func (b Binaries) bin(name string) string {
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	return filepath.Join(b.Dir, "bin", name)
+}
+
+func findBinaries(ctx context.Context, o Options, cache string, say func(string)) (Binaries, error) {
+	if o.Binaries != "" {
+		b, err := explicitBinaries(o.Binaries)
+		if err != nil {
+			return Binaries{}, &Error{err}
+		}
+		return b, nil
+	}
+	libCache := o.LibraryCache
+	if libCache == "" {
+		libCache = libraryCacheDir()
+	}
+	// The library's cache: archives it downloaded before, already unpacked
+	// by us or not.
+	if major := cachedArchiveMajor(libCache); major > 0 {
+		if b, err := fetch(ctx, o, libCache, cache, major, say); err == nil {
+			return b, nil
+		}
+	}
+	if !o.SkipInstalled {
+		if b, ok := installedBinaries(); ok {
+			return b, nil
+		}
+	}
+	major := o.DownloadMajor
+	if major == 0 {
+		major = DownloadMajor
+	}
+	b, err := fetch(ctx, o, libCache, cache, major, say)
+	if err != nil {
+		return Binaries{}, &Error{fmt.Errorf("%w (download failed: %v)", ErrNoBinaries, err)}
+	}
+	return b, nil
+}
 
 // libraryVersion is the embedded-postgres version string for a major
 // version. The library compares it with the data directory's PG_VERSION
@@ -73,12 +114,14 @@ func explicitBinaries(dir string) (Binaries, error) {
 func complete(b Binaries) bool {
 	for _, name := range []string{"pg_ctl", "initdb", "postgres"} {
 		info, err := os.Stat(b.bin(name))
-		if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		if err != nil || info.IsDir() || (runtime.GOOS != "windows" && info.Mode()&0o111 == 0) {
 			return false
 		}
 	}
 	return true
 }
+
+var digitsRE = regexp.MustCompile(`\d+`)
 
 var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)`)
 
@@ -171,7 +214,7 @@ func installedBinaries() (Binaries, bool) {
 func newestFirst(pattern string) []string {
 	matches, _ := filepath.Glob(pattern)
 	num := func(s string) int {
-		digits := regexp.MustCompile(`\d+`).FindString(s[strings.Index(pattern, "*"):])
+		digits := digitsRE.FindString(s[strings.Index(pattern, "*"):])
 		n, _ := strconv.Atoi(digits)
 		return n
 	}

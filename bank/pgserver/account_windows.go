@@ -1,0 +1,12 @@
+package pgserver
+
+import "os/exec"
+
+// runAs is never needed on Windows: bank runs PostgreSQL as the user.
+type runAs struct{ name string }
+
+func currentRunAs() (*runAs, error)              { return nil, nil }
+func (r *runAs) command(cmd *exec.Cmd) *exec.Cmd { return cmd }
+func (r *runAs) give(string) error               { return nil }
+func (r *runAs) copyDir(src, dst string) error   { return copyTree(src, dst) }
+func (r *runAs) String() string                  { return "" }

@@ -1,0 +1,72 @@
+package pgserver
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// The base cluster is what initdb makes, once per installation: every
+// slot starts as a copy of it. (Not to be confused with the seeded
+// template database inside a running server; see Template.)
+
+// ensureBase runs initdb unless the base cluster exists, under a lock so
+// that two first runs at once do not both do it. It returns the base's
+// identity, which a slot records to know it holds a copy of this base.
+func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (string, error) {
+	lock, err := os.OpenFile(filepath.Join(home, "base.lock"), os.O_CREATE|os.O_RDONLY, 0o600)
+	if err != nil {
+		return "", envErr("base cluster lock: %w", err)
+	}
+	defer lock.Close()
+	if err := lockWait(lock); err != nil {
+		return "", envErr("base cluster lock: %w", err)
+	}
+	base := filepath.Join(home, "base")
+	idFile := filepath.Join(home, "base.id")
+	if id, ok := readSmall(idFile); ok && id != "" {
+		if _, err := os.Lstat(filepath.Join(base, "PG_VERSION")); err == nil {
+			return id, nil
+		}
+	}
+	say(fmt.Sprintf("preparing a PostgreSQL %d cluster for the lab (first run only, a few seconds)", bin.Major))
+	building := base + ".building"
+	if err := os.RemoveAll(building); err != nil {
+		return "", envErr("base cluster: %w", err)
+	}
+	if err := os.Mkdir(building, 0o700); err != nil {
+		return "", envErr("base cluster: %w", err)
+	}
+	if err := account.give(building); err != nil {
+		return "", envErr("base cluster: %w", err)
+	}
+	args := []string{"-D", building, "-U", superuser, "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
+		// Unix sockets in a directory only the user can enter are the
+		// lock on the door; TCP, where it is used, needs the password.
+		"--auth-local=trust", "--auth-host=scram-sha-256"}
+	if runtime.GOOS == "windows" {
+		pw := filepath.Join(home, "password")
+		if err := writeFile(pw, []byte(randomHex(16)+"\n"), 0o600); err != nil {
+			return "", envErr("base cluster: %w", err)
+		}
+		args = append(args, "--pwfile="+pw)
+	}
+	cmd := account.command(exec.Command(bin.bin("initdb"), args...))
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", envErr("initdb failed: %v\n%s", err, lastLines(out, 10))
+	}
+	if err := os.RemoveAll(base); err != nil {
+		return "", envErr("base cluster: %w", err)
+	}
+	if err := os.Rename(building, base); err != nil {
+		return "", envErr("base cluster: %w", err)
+	}
+	id := randomHex(8)
+	if err := writeFile(idFile, []byte(id), 0o600); err != nil {
+		return "", envErr("base cluster: %w", err)
+	}
+	return id, nil
+}

@@ -1,0 +1,193 @@
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/zudojs/bank/bank/procs"
+)
+
+// postmaster is a running postgres process, started directly (no pg_ctl,
+// whose readiness check polls at 100 ms steps) as a child of bank, so that
+// it dies with bank: see package procs.
+type postmaster struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // its exit status, once done
+}
+
+// settings are the server's configuration for a throwaway cluster.
+func (s *Server) settings() []string {
+	listen, sockets := "", s.slot.dir
+	if s.tcp {
+		listen = "127.0.0.1"
+	}
+	if runtime.GOOS == "windows" {
+		sockets = ""
+	}
+	return []string{
+		"listen_addresses=" + listen,
+		"unix_socket_directories=" + sockets,
+		"unix_socket_permissions=0700",
+		"logging_collector=off",
+		// Nothing is flushed to disk. Commits still reach the kernel
+		// (synchronous_commit stays on), so a crash of the server keeps
+		// committed data, as the crash lessons need.
+		"fsync=off",
+		"full_page_writes=off",
+		"shared_buffers=32MB",
+		"max_connections=200",
+		"log_min_messages=warning",
+		"log_checkpoints=off",
+		"idle_session_timeout=0",
+		// Scenario databases are cloned with the FILE_COPY strategy, which
+		// copies files instead of writing the template into WAL.
+		"wal_level=minimal",
+		"max_wal_senders=0",
+		"wal_init_zero=off",
+	}
+}
+
+// launch starts postgres on s.port and waits until it accepts connections.
+func (s *Server) launch(ctx context.Context) error {
+	if s.tcp {
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(s.port)); err != nil {
+			return &Error{portTaken{s.port}}
+		} else {
+			l.Close()
+		}
+	}
+	logFile, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return envErr("PostgreSQL log: %w", err)
+	}
+	defer logFile.Close() // the child has its own copy
+	args := []string{"-D", s.slot.data, "-p", strconv.Itoa(s.port)}
+	for _, kv := range s.settings() {
+		args = append(args, "-c", kv)
+	}
+	cmd := s.account.command(exec.Command(s.Binaries.bin("postgres"), args...))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if runtime.GOOS != "windows" {
+		// The postmaster and its backends hold the slot's lock too: the
+		// slot is free only once the last of them has exited.
+		cmd.ExtraFiles = []*os.File{s.slot.lock}
+	}
+	if err := procs.Start(cmd, procs.Interrupt); err != nil {
+		return envErr("starting postgres: %w", err)
+	}
+	pm := &postmaster{cmd: cmd, done: make(chan struct{})}
+	go func() { pm.err = cmd.Wait(); close(pm.done) }()
+	s.pm = pm
+	if err := s.waitReady(ctx); err != nil {
+		s.halt(immediate)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	return nil
+}
+
+// waitReady connects every few milliseconds until the server answers, the
+// process exits, or 30 seconds pass.
+func (s *Server) waitReady(ctx context.Context) error {
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.pm.done:
+			return s.startFailed()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return s.startFailed()
+		case <-tick.C:
+			if s.ping(ctx) == nil {
+				return nil
+			}
+		}
+	}
+}
+
+func (s *Server) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn, err := pgconn.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+func (s *Server) startFailed() error {
+	log := s.logTail(15)
+	if strings.Contains(log, "Address already in use") && s.tcp {
+		return &Error{portTaken{s.port}}
+	}
+	return envErr("PostgreSQL did not start (full log: %s)\n%s", s.LogPath, log)
+}
+
+// shutdown is how the server is asked to stop.
+type shutdown int
+
+const (
+	fast      shutdown = iota // end the sessions, checkpoint, exit (SIGINT)
+	immediate                 // exit at once, as a crash would (SIGQUIT)
+)
+
+// halt stops the postmaster and waits for it to exit, escalating if it
+// takes too long.
+func (s *Server) halt(how shutdown) error {
+	pm := s.pm
+	if pm == nil {
+		return nil
+	}
+	select {
+	case <-pm.done:
+		return nil
+	default:
+	}
+	if err := signalPostmaster(s, how); err != nil {
+		return err
+	}
+	for _, next := range []func(*os.Process) error{procs.Quit, (*os.Process).Kill} {
+		select {
+		case <-pm.done:
+			return nil
+		case <-time.After(10 * time.Second):
+			next(pm.cmd.Process)
+		}
+	}
+	<-pm.done
+	return errors.New("PostgreSQL did not stop and had to be killed")
+}
+
+// portTaken is the error for a --pg-port in use.
+type portTaken struct{ port int }
+
+func (p portTaken) Error() string {
+	return fmt.Sprintf("port %d is taken: choose another with --pg-port, or leave it out", p.port)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

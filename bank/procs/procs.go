@@ -1,0 +1,46 @@
+// Package procs makes every process the lab starts die with it, and gives
+// the faults the lab injects (kill, pause, resume, stop) one name on every
+// platform.
+//
+// How a child is tied to the lab depends on the platform:
+//   - Linux: the kernel sends the child a signal when the lab dies
+//     (PR_SET_PDEATHSIG), even after kill -9.
+//   - Windows: the lab puts itself in a job object that kills every member
+//     when its last handle closes, which is when the lab dies.
+//   - Other Unix systems (macOS): each child gets a process group of its
+//     own, and a small watchdog shell signals those groups when its pipe
+//     from the lab closes.
+package procs
+
+import (
+	"os/exec"
+)
+
+// OnParentDeath says how a child should end when the lab dies.
+type OnParentDeath int
+
+const (
+	// Kill ends the child at once (SIGKILL).
+	Kill OnParentDeath = iota
+	// Interrupt asks the child to stop quickly but cleanly (SIGINT): for
+	// PostgreSQL, a fast shutdown that still ends its own children.
+	Interrupt
+)
+
+// Bind prepares cmd, before Start, so that the child dies with the lab.
+// Fields already set in cmd.SysProcAttr (such as Credential) are kept.
+func Bind(cmd *exec.Cmd, how OnParentDeath) { bind(cmd, how) }
+
+// Started tells the platform's watchdog, where there is one, about a child
+// that Bind prepared and that has now started.
+func Started(cmd *exec.Cmd, how OnParentDeath) { started(cmd, how) }
+
+// Start is Bind, cmd.Start and Started in one.
+func Start(cmd *exec.Cmd, how OnParentDeath) error {
+	Bind(cmd, how)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	Started(cmd, how)
+	return nil
+}

@@ -1,0 +1,72 @@
+package procs
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+var job struct {
+	once sync.Once
+	h    windows.Handle
+}
+
+// bind puts the lab itself into a job object that kills its members when
+// the last handle to it closes; children inherit the membership.
+func bind(*exec.Cmd, OnParentDeath) {
+	job.once.Do(func() {
+		h, err := windows.CreateJobObject(nil, nil)
+		if err != nil {
+			return
+		}
+		info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{}
+		info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+		if _, err := windows.SetInformationJobObject(h, windows.JobObjectExtendedLimitInformation,
+			uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+			windows.CloseHandle(h)
+			return
+		}
+		if err := windows.AssignProcessToJobObject(h, windows.CurrentProcess()); err != nil {
+			windows.CloseHandle(h)
+			return
+		}
+		job.h = h // kept open for the life of the lab
+	})
+}
+
+func started(*exec.Cmd, OnParentDeath) {}
+
+var errNoSignals = errors.New("pausing a process is not supported on Windows")
+
+// Pause is not available on Windows.
+func Pause(*os.Process) error { return errNoSignals }
+
+// Resume is not available on Windows.
+func Resume(*os.Process) error { return errNoSignals }
+
+// Terminate ends the process (Windows has no SIGTERM).
+func Terminate(p *os.Process) error { return p.Kill() }
+
+// InterruptProcess ends the process (Windows has no SIGINT for it).
+func InterruptProcess(p *os.Process) error { return p.Kill() }
+
+// Quit ends the process at once.
+func Quit(p *os.Process) error { return p.Kill() }
+
+// Running reports whether pid is a live process.
+func Running(pid int) bool {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	if windows.GetExitCodeProcess(h, &code) != nil {
+		return false
+	}
+	return code == 259 // STILL_ACTIVE
+}

@@ -1,0 +1,181 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
+)
+
+// proc is a live process started, directly or not, by a bank run.
+type proc struct {
+	pid     int
+	cmdline string
+}
+
+// family lists the live processes that carry this cache directory in
+// their environment: the bank process, the PostgreSQL it started (the
+// postmaster and every backend), and bank serve replicas. They all
+// inherit it, whatever their command line says.
+func family(cache string) []proc {
+	var out []proc
+	want := "BANK_CACHE_DIR=" + cache + "\x00"
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		env, err := os.ReadFile(d + "/environ")
+		if err != nil || !strings.Contains(string(env), want) {
+			continue
+		}
+		if stat, _ := os.ReadFile(d + "/stat"); zombieStat(stat) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		cmd, _ := os.ReadFile(d + "/cmdline")
+		out = append(out, proc{pid, strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))})
+	}
+	return out
+}
+
+func zombieStat(stat []byte) bool {
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+func postmasters(ps []proc) []int {
+	var pids []int
+	for _, p := range ps {
+		if strings.Contains(p.cmdline, "/postgres -D ") {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
+}
+
+func serves(ps []proc) int {
+	n := 0
+	for _, p := range ps {
+		if strings.Contains(p.cmdline, " serve ") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKill9LeavesNothing kills bank with SIGKILL at each phase of a run
+// and requires every process it started (PostgreSQL and its backends,
+// bank serve replicas) gone within 5 seconds; the next run then starts
+// cleanly on the same cache.
+func TestKill9LeavesNothing(t *testing.T) {
+	var firstPostmaster int
+	for _, c := range []struct {
+		name  string
+		args  []string
+		ready func(ps []proc, stderr string) bool
+	}{
+		{"during start-up", []string{"scenario", "naive"}, func(ps []proc, _ string) bool {
+			return len(postmasters(ps)) > 0
+		}},
+		{"mid-scenario, with bank serve children", []string{"mistake", "memory-keys"}, func(ps []proc, _ string) bool {
+			return serves(ps) > 0
+		}},
+		{"after torture restarted the database", []string{"torture", "--seed", "1", "--intents", "2000", "--lock-ttl", "1s"}, func(ps []proc, _ string) bool {
+			pm := postmasters(ps)
+			if len(pm) == 1 && firstPostmaster == 0 {
+				firstPostmaster = pm[0]
+			}
+			return len(pm) == 1 && pm[0] != firstPostmaster && serves(ps) > 0
+		}},
+		{"holding the server open with --keep", []string{"scenario", "naive", "--keep"}, func(_ []proc, stderr string) bool {
+			return strings.Contains(stderr, "stays up until you press Ctrl-C")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cache := pgtest.CacheDir(t)
+			cmd := command(t, cache, c.args...)
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var seen strings.Builder
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					mu.Lock()
+					seen.WriteString(sc.Text() + "\n")
+					mu.Unlock()
+				}
+			}()
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				ps := family(cache)
+				mu.Lock()
+				said := seen.String()
+				mu.Unlock()
+				if c.ready(ps, said) {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("the phase never came: %v", ps)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			var left []proc
+			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if left = family(cache); len(left) == 0 {
+					break
+				}
+			}
+			if len(left) > 0 {
+				for _, p := range left {
+					syscall.Kill(p.pid, syscall.SIGKILL)
+				}
+				t.Fatalf("left running 5 s after kill -9: %v", left)
+			}
+			if out, err := command(t, cache, "scenario", "atomic").CombinedOutput(); err != nil {
+				t.Fatalf("next run after kill -9: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestInterruptStopsServer: Ctrl-C (SIGINT), the documented way to end
+// --keep, stops the server and exits 0: the scenario itself reproduced.
+func TestInterruptStopsServer(t *testing.T) {
+	cache := pgtest.CacheDir(t)
+	cmd := command(t, cache, "scenario", "naive", "--keep")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "Ctrl-C") {
+	}
+	if len(postmasters(family(cache))) != 1 {
+		t.Fatalf("no server while --keep holds it: %v", family(cache))
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitOK {
+		t.Fatalf("exit %d (%v), want 0", code, err)
+	}
+	if left := family(cache); len(left) > 0 {
+		t.Fatalf("left running after Ctrl-C: %v", left)
+	}
+}
