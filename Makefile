@@ -3,13 +3,28 @@
 #   make test   runs the tests (with -race), as CI does
 GO ?= go
 
-.PHONY: demo test build golden bench gobench vet torture
+.PHONY: demo test build golden bench gobench vet cross learner torture
 
 demo:
 	$(GO) run ./cmd/bank scenario all
 
-test: vet
+test: vet cross
 	$(GO) test -race -count=1 ./...
+	GO=$(GO) bash .ci/as-learner
+
+# The learner's case: the lifecycle, scenario and golden tests as an
+# unprivileged user with an empty home (when run as root, as CI is).
+learner:
+	GO=$(GO) bash .ci/as-learner
+
+# The platforms learners use: bank must build for each, and go vet pass.
+CROSS = windows/amd64 darwin/arm64 darwin/amd64 linux/arm64
+cross:
+	@for t in $(CROSS); do \
+		echo "go build and go vet for $$t"; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -o /dev/null ./cmd/bank || exit 1; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet ./... || exit 1; \
+	done
 
 vet:
 	$(GO) vet ./...

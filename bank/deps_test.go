@@ -31,6 +31,7 @@ func TestDependencyRules(t *testing.T) {
 		{module + "/bank", func(d string) bool { return own(d) && d != module+"/idem" }, "the domain depends only on idem"},
 		{module + "/bank/api", func(d string) bool { return own(d) && d != module+"/bank" && d != module+"/idem" }, "the API composes bank and idem, nothing else"},
 		{module + "/bank/client", own, "the client speaks HTTP only"},
+		{module + "/bank/procs", own, "process lifetime knows nothing of the lab"},
 		{module + "/scenarios", func(d string) bool {
 			return strings.Contains(d, "embedded-postgres") || strings.HasPrefix(d, module+"/cmd")
 		}, "scenarios reach the server through pgserver"},

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,17 +21,15 @@ var update = flag.Bool("update", false, "rewrite the golden files from real runs
 var bankBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "bank-bin-")
-	if err != nil {
-		panic(err)
-	}
-	bankBinary = filepath.Join(dir, "bank")
-	if out, err := exec.Command("go", "build", "-o", bankBinary, "../cmd/bank").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building bank: %v\n%s", err, out)
+	var remove func()
+	var err error
+	if bankBinary, remove, err = pgtest.BuildBank("../cmd/bank"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	defer os.RemoveAll(dir)
-	pgtest.Main(m)
+	code := pgtest.Run(m)
+	remove()
+	os.Exit(code)
 }
 
 const goldenDir = "../testdata/scenarios"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 )
@@ -84,4 +85,22 @@ func (r *runAs) String() string {
 		return ""
 	}
 	return ", run as " + r.name
+}
+
+// reach says why the account cannot get to dir, or returns nil: it must be
+// able to enter every directory above it. (bank makes dir itself
+// enterable.)
+func (r *runAs) reach(dir string) error {
+	if r == nil {
+		return nil
+	}
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		info, err := os.Stat(p)
+		if err == nil && info.Mode().Perm()&0o001 == 0 && owner(info) != r.uid {
+			return fmt.Errorf("the cache directory %s is inside %s, which the %s account that runs PostgreSQL cannot enter: set BANK_CACHE_DIR to a directory such as /var/cache/bank", dir, p, r.name)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }

@@ -12,18 +12,25 @@ import (
 // slot starts as a copy of it. (Not to be confused with the seeded
 // template database inside a running server; see Template.)
 
-// ensureBase runs initdb unless the base cluster exists, under a lock so
-// that two first runs at once do not both do it. It returns the base's
-// identity, which a slot records to know it holds a copy of this base.
-func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (string, error) {
-	lock, err := os.OpenFile(filepath.Join(home, "base.lock"), os.O_CREATE|os.O_RDONLY, 0o600)
+// lockHome takes the installation directory's lock, which two runs
+// starting at once hold in turn while they set it up (the base cluster,
+// where the slots live). The caller closes the file to release it.
+func lockHome(home string) (*os.File, error) {
+	lock, err := os.OpenFile(filepath.Join(home, "setup.lock"), os.O_CREATE|os.O_RDONLY, 0o600)
 	if err != nil {
-		return "", envErr("base cluster lock: %w", err)
+		return nil, envErr("setup lock: %w", err)
 	}
-	defer lock.Close()
 	if err := lockWait(lock); err != nil {
-		return "", envErr("base cluster lock: %w", err)
+		lock.Close()
+		return nil, envErr("setup lock: %w", err)
 	}
+	return lock, nil
+}
+
+// ensureBase runs initdb unless the base cluster exists; the caller holds
+// the home's lock. It returns the base's identity, which a slot records
+// to know it holds a copy of this base.
+func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (string, error) {
 	base := filepath.Join(home, "base")
 	idFile := filepath.Join(home, "base.id")
 	if id, ok := readSmall(idFile); ok && id != "" {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // The cache directory, made in one place and in order (see layout in the
@@ -75,7 +76,15 @@ func ensureDir(dir string, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	return trusted(dir, info)
+	if err := trusted(dir, info); err != nil {
+		return err
+	}
+	if perm := info.Mode().Perm(); perm&mode != mode {
+		// A directory of ours that the account running PostgreSQL must
+		// enter (root's case): add the bits, never more.
+		return os.Chmod(dir, perm|mode)
+	}
+	return nil
 }
 
 // writeFile replaces path with content through a fresh temporary file in
@@ -158,6 +167,9 @@ func collectMemory() {
 		info, err := os.Lstat(dir)
 		if err != nil || trusted(dir, info) != nil {
 			continue // not ours
+		}
+		if time.Since(info.ModTime()) < 10*time.Minute {
+			continue // perhaps being set up by another run right now
 		}
 		home, _ := readSmall(filepath.Join(dir, "home"))
 		if back, _ := readSmall(filepath.Join(home, "memory")); home != "" && back == dir {

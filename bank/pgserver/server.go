@@ -8,7 +8,8 @@
 //
 //	binaries/17.x/            PostgreSQL fetched by embedded-postgres, if it was
 //	pg15-1a2b3c4d/            one per installation (major version + path)
-//	  base/ base.id base.lock the base cluster, made once by initdb
+//	  base/ base.id           the base cluster, made once by initdb
+//	  setup.lock              held while a run sets this directory up
 //	  memory                  where its slots live in memory (Linux), if they do
 //	  slots/                  otherwise: the slots, on disk
 //
@@ -118,6 +119,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, &Error{err}
 	}
 	mode := dirMode(account)
+	if err := account.reach(cache); err != nil {
+		return nil, &Error{err}
+	}
 	if err := ensureCacheDir(cache, mode); err != nil {
 		return nil, &Error{err}
 	}
@@ -131,14 +135,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := ensureDir(home, mode); err != nil {
 		return nil, &Error{err}
 	}
-	slots := memorySlots(home, mode)
-	if slots == "" {
-		slots = filepath.Join(home, "slots")
-		if err := ensureDir(slots, mode); err != nil {
-			return nil, &Error{err}
-		}
-	}
-	id, err := ensureBase(home, real, account, say)
+	slots, id, err := prepareHome(home, real, account, mode, say)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +167,24 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// prepareHome sets up an installation's directory, holding its lock: the
+// base cluster, and the slots directory (in memory where there is one).
+func prepareHome(home string, real Binaries, account *runAs, mode os.FileMode, say func(string)) (slots, id string, err error) {
+	lock, err := lockHome(home)
+	if err != nil {
+		return "", "", err
+	}
+	defer lock.Close()
+	if slots = memorySlots(home, mode); slots == "" {
+		slots = filepath.Join(home, "slots")
+		if err := ensureDir(slots, mode); err != nil {
+			return "", "", &Error{err}
+		}
+	}
+	id, err = ensureBase(home, real, account, say)
+	return slots, id, err
 }
 
 // startOn starts the server; with TCP, on port (or a free one, retried if

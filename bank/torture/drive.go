@@ -173,6 +173,7 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 	// sleeps would roll back the very work the pause is there to expose.
 	if wanted("database-crash") && r.cfg.CrashDB != nil && at(0.20+rnd.Float64()*0.05) {
 		if err := r.cfg.CrashDB(); err == nil {
+			r.cfg.DB.Reset() // its connections died with the server
 			r.count("database-crash")
 			r.note("stopped PostgreSQL immediately and restarted it")
 		} else {
@@ -180,43 +181,14 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 		}
 	}
 	if wanted("replica-pause") && at(0.35+rnd.Float64()*0.05) {
-		// Paused past the lock TTL while it holds keys: a retry takes them
-		// over, and when it wakes the fencing token refuses its work.
-		// Whether a pause catches a request holding its key is luck, so
-		// pause again (three times at most) until the servers report a
-		// fencing rejection.
-		fenced := func() (n int64) {
-			for _, rp := range reps {
-				n += rp.Metrics()["bank_fenced_total"]
-			}
-			return n
-		}
-		before := fenced()
-		for i := 0; i < 3 && ctx.Err() == nil && !r.loadOver.Load(); i++ {
-			// Wait (bounded) for a replica that holds a claimed key, and
-			// freeze it at once.
-			victim := -1
-			for tries := 0; victim < 0 && tries < 500 && !r.loadOver.Load(); tries++ {
-				for _, k := range rnd.Perm(len(reps)) {
-					if reps[k].Metrics()["bank_holding_keys"] > 0 {
-						victim = k
-						break
-					}
-				}
-				if victim < 0 {
-					step(2 * time.Millisecond)
-				}
-			}
-			if victim < 0 {
-				break
-			}
-			reps[victim].Pause(2*r.cfg.LockTTL + time.Second)
+		// Paused inside its transaction past the lock TTL, while a retry
+		// takes its key over: when it wakes, the fencing token must
+		// refuse its work. Choreographed through PostgreSQL, not timed.
+		if err := r.fencedPause(ctx, rnd); err != nil {
+			r.note("pause: " + err.Error())
+		} else {
 			r.count("replica-pause")
-			r.note("paused a replica holding keys past the lock TTL, then resumed it")
-			step(300 * time.Millisecond)
-			if r.cfg.Mistake != "" || fenced() > before {
-				break
-			}
+			r.note("paused a replica inside its transfer, let a retry take its key over, then resumed it")
 		}
 	}
 }

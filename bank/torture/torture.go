@@ -27,9 +27,11 @@ import (
 // Replica is one bank serve process under the run's control.
 type Replica interface {
 	URL() string
-	Kill() error           // kill -9
-	Restart() error        // start again on the same port
-	Pause(d time.Duration) // SIGSTOP, then SIGCONT after d
+	Kill() error    // kill -9
+	Restart() error // start again on the same port
+	Pause() error   // SIGSTOP
+	Resume() error  // SIGCONT
+	Name() string   // the application_name its database sessions carry
 	Metrics() map[string]int64
 }
 
@@ -94,6 +96,7 @@ type run struct {
 	cfg     Config
 	mu      sync.Mutex
 	intents []*intent
+	extra   []*intent // made during the run by faults that need their own
 	faults  map[string]*atomic.Int64
 	lat     []time.Duration
 	hist    sync.Mutex
@@ -205,7 +208,7 @@ dispatch:
 	}
 	close(work)
 	wg.Wait()
-	r.intents = r.intents[:sent]
+	r.intents = append(r.intents[:sent], r.extra...)
 	r.loadOver.Store(true) // the injector stops with the load
 	<-faultsDone
 	stopLive()
@@ -244,7 +247,8 @@ dispatch:
 		}
 	}
 	// A pause proves something only if a retry took a key over from the
-	// paused replica and the fencing token then refused its late work.
+	// paused replica and the fencing token then refused its late work
+	// (fencedPause arranges both; this checks they happened).
 	if slices.Contains(cfg.Faults, "replica-pause") && cfg.Mistake == "" {
 		for _, f := range []string{"takeovers (seen by the servers)", "fencing rejections (seen by the servers)"} {
 			if rep.Faults[f] == 0 {

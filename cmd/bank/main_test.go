@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -196,13 +195,9 @@ var binary string
 func bankBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "bank-bin-")
-		if err != nil {
+		var err error
+		if binary, _, err = pgtest.BuildBank("."); err != nil { // kept for the whole test binary
 			t.Fatal(err)
-		}
-		binary = filepath.Join(dir, "bank")
-		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
 		}
 	})
 	return binary

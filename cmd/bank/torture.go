@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -27,6 +29,7 @@ type tortureFlags struct {
 	lockTTL                    time.Duration
 	loseRate                   float64
 	mistake, history           string
+	json                       bool
 	duration                   time.Duration
 }
 
@@ -79,6 +82,7 @@ Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
 	fl.StringVar(&f.mistake, "break", "", "run the replicas with a mistake: "+strings.Join(scenarios.BrokenModes, ", "))
 	fl.StringVar(&f.history, "history", "", "write every operation as JSON lines to this file")
 	fl.DurationVar(&f.duration, "duration", 0, "stop handing out new intents after this long (0: send them all)")
+	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object instead of the table")
 	return cmd
 }
 
@@ -95,9 +99,8 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	}
 	var replicas []torture.Replica
 	for i := 0; i < f.replicas; i++ {
-		// A copy per replica: appending to args itself would share one
-		// backing array, and every replica would get the last one's seed.
-		r := &replica{binary: binary, dbURL: tdb.URL, args: slices.Concat(args, []string{"--seed", strconv.Itoa(int(f.seed)*10 + i)})}
+		name := fmt.Sprintf("bank-replica-%d", i)
+		r := &replica{name: name, binary: binary, dbURL: withAppName(tdb.URL, name), args: replicaArgs(args, f.seed, i)}
 		if err := r.Restart(); err != nil {
 			return err
 		}
@@ -141,7 +144,11 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	if err != nil {
 		return err
 	}
-	a.printTorture(rep)
+	if f.json {
+		json.NewEncoder(a.io.Out).Encode(rep)
+	} else {
+		a.printTorture(rep)
+	}
 	switch rep.Verdict {
 	case "valid":
 		return nil
@@ -194,6 +201,7 @@ func sortedKeys(m map[string]int64) []string {
 
 // replica is a bank serve process that torture can kill, restart and pause.
 type replica struct {
+	name          string
 	binary, dbURL string
 	args          []string
 	mu            sync.Mutex
@@ -239,13 +247,36 @@ func (r *replica) Kill() error {
 	return p.Kill()
 }
 
-func (r *replica) Pause(d time.Duration) {
+// replicaArgs are replica i's arguments: a copy of args with its own seed.
+// (Appending to args itself would share one backing array, and every
+// replica would get the last one's seed.)
+func replicaArgs(args []string, seed uint64, i int) []string {
+	return slices.Concat(args, []string{"--seed", strconv.Itoa(int(seed)*10 + i)})
+}
+
+func (r *replica) Name() string { return r.name }
+
+func (r *replica) Pause() error { return procs.Pause(r.process()) }
+
+func (r *replica) Resume() error { return procs.Resume(r.process()) }
+
+func (r *replica) process() *os.Process {
 	r.mu.Lock()
-	p := r.p.Process()
-	r.mu.Unlock()
-	procs.Pause(p)
-	time.Sleep(d)
-	procs.Resume(p)
+	defer r.mu.Unlock()
+	return r.p.Process()
+}
+
+// withAppName tags a connection URL's sessions with an application_name,
+// so that pg_stat_activity shows which replica a session belongs to.
+func withAppName(dbURL, name string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func (r *replica) keepMetrics() {

@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,10 +31,11 @@ func Template() pgserver.Template {
 
 // Main starts the server, runs the tests and stops it. Use it from TestMain.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
 
-func run(m *testing.M) int {
+// Run is Main without the exit: it returns the tests' exit code.
+func Run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin = os.Getenv("BANK_TEST_DATABASE_URL")
@@ -106,4 +109,26 @@ func CacheDir(tb testing.TB) string {
 	}
 	tb.Cleanup(func() { pgserver.RemoveCache(dir) })
 	return dir
+}
+
+// BuildBank builds the bank command from the package at pkg (a path
+// relative to the test's directory) into a fresh temporary directory,
+// and returns the binary and a function that removes it. With
+// BANK_TEST_BINARY set, that prebuilt binary is used instead: the
+// learner's-machine run (.ci/as-learner) runs the tests as a user who
+// has no Go toolchain.
+func BuildBank(pkg string) (string, func(), error) {
+	if b := os.Getenv("BANK_TEST_BINARY"); b != "" {
+		return b, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "bank-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	binary := filepath.Join(dir, "bank")
+	if out, err := exec.Command("go", "build", "-o", binary, pkg).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return binary, func() { os.RemoveAll(dir) }, nil
 }
