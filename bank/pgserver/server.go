@@ -236,6 +236,16 @@ func (s *Server) Psql(db string) string {
 	return fmt.Sprintf(`set PGPASSFILE=%s && psql -h 127.0.0.1 -p %d -U %s %s`, s.passFile(), s.port, superuser, db)
 }
 
+// Describe says, for -v, where PostgreSQL comes from, which account runs
+// it, and how to reach it over TCP, if at all.
+func (s *Server) Describe() string {
+	d := s.Binaries.Source + s.account.String() + "; log " + s.LogPath
+	if s.tcp {
+		d += "; TCP 127.0.0.1:" + strconv.Itoa(s.port) + ", password in " + s.passFile()
+	}
+	return d
+}
+
 // PID is the postmaster's process id.
 func (s *Server) PID() int { return s.pm.cmd.Process.Pid }
 

@@ -175,7 +175,7 @@ func (a *app) openDatabase(ctx context.Context) (*database, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.verbosef("PostgreSQL: %s; log %s; started in %s", s.Binaries.Source, s.LogPath, time.Since(start).Round(time.Millisecond))
+	a.verbosef("PostgreSQL: %s; started in %s", s.Describe(), time.Since(start).Round(time.Millisecond))
 	d := &database{server: s, admin: s.URL("postgres")}
 	d.cluster, err = pgserver.Open(ctx, d.admin, tmpl)
 	if err == nil {
