@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,6 +36,9 @@ type Cluster struct {
 	tmpl     Template
 	strategy string // CREATE DATABASE's STRATEGY clause, if any
 	version  int    // server_version_num
+
+	mu   sync.Mutex
+	conn *pgx.Conn // one admin session, kept: a new one costs a backend's start
 }
 
 // Database is one scenario's own database.
@@ -47,18 +52,52 @@ type Database struct {
 // exists, building it if needed.
 func Open(ctx context.Context, adminURL string, t Template) (*Cluster, error) {
 	c := &Cluster{admin: adminURL, tmpl: t}
-	conn, err := connect(ctx, adminURL)
+	conn, done, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&c.version); err != nil {
-		return nil, fmt.Errorf("reading the server version: %w", err)
+	err = conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&c.version)
+	if err != nil {
+		err = fmt.Errorf("reading the server version: %w", err)
+	} else {
+		err = c.ensureTemplate(ctx, conn)
 	}
-	if err := c.ensureTemplate(ctx, conn); err != nil {
+	done()
+	if err != nil {
+		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// session returns the cluster's admin session, reconnecting if it was
+// lost (a crash of the server, say), for the caller's use until it calls
+// done.
+func (c *Cluster) session(ctx context.Context) (*pgx.Conn, func(), error) {
+	c.mu.Lock()
+	if c.conn != nil && (c.conn.IsClosed() || c.conn.Ping(ctx) != nil) {
+		c.conn.Close(context.WithoutCancel(ctx))
+		c.conn = nil
+	}
+	if c.conn == nil {
+		conn, err := connect(ctx, c.admin)
+		if err != nil {
+			c.mu.Unlock()
+			return nil, nil, err
+		}
+		c.conn = conn
+	}
+	return c.conn, c.mu.Unlock, nil
+}
+
+// Close ends the cluster's admin session.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		c.conn.Close(context.Background())
+		c.conn = nil
+	}
 }
 
 // connect opens a connection and turns a failure into one line naming the
@@ -147,11 +186,11 @@ func (c *Cluster) CopyFiles() {
 
 // NewDatabase clones the template into a fresh database for one scenario.
 func (c *Cluster) NewDatabase(ctx context.Context, label string) (*Database, error) {
-	conn, err := connect(ctx, c.admin)
+	conn, done, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(ctx)
+	defer done()
 	name := c.tmpl.Prefix + "_s_" + sanitize(label) + "_" + randomHex(4)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{c.tmpl.name()}.Sanitize()+c.strategy); err != nil {
 		return nil, fmt.Errorf("creating database %s: %w", name, err)
@@ -161,11 +200,20 @@ func (c *Cluster) NewDatabase(ctx context.Context, label string) (*Database, err
 
 // Drop removes the database, closing any connections still open to it.
 func (d *Database) Drop(ctx context.Context) error {
-	conn, err := connect(ctx, d.c.admin)
+	conn, done, err := d.c.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(ctx)
+	defer done()
+	// Sessions that were just closed take a moment to end on the server.
+	// Wait for that here, polling every millisecond: DROP DATABASE WITH
+	// (FORCE) would otherwise find them and sleep in 100 ms steps.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		var open bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = $1)", d.Name).Scan(&open); err != nil || !open {
+			break
+		}
+	}
 	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
 	return err
 }
@@ -174,11 +222,11 @@ func (d *Database) Drop(ctx context.Context) error {
 // Only for a server the lab owns: on a shared server another process may
 // be using them.
 func (c *Cluster) DropLeftovers(ctx context.Context) error {
-	conn, err := connect(ctx, c.admin)
+	conn, done, err := c.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(ctx)
+	defer done()
 	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY datname", c.tmpl.Prefix+"_s_")
 	if err != nil {
 		return err

@@ -100,12 +100,12 @@ func (s *Server) launch(ctx context.Context) error {
 	return nil
 }
 
-// waitReady connects every few milliseconds until the server answers, the
+// waitReady connects every 2 ms until the server answers, the
 // process exits, or 30 seconds pass.
 func (s *Server) waitReady(ctx context.Context) error {
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
+	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {

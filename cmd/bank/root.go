@@ -190,6 +190,9 @@ func (a *app) openDatabase(ctx context.Context) (*database, error) {
 }
 
 func (d *database) close() error {
+	if d.cluster != nil {
+		d.cluster.Close()
+	}
 	if d.server != nil {
 		return d.server.Stop()
 	}

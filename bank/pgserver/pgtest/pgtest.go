@@ -54,6 +54,7 @@ func Run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
 		return 3
 	}
+	defer c.Close()
 	if server != nil {
 		c.CopyFiles()
 	}
