@@ -36,6 +36,7 @@ func otherUser(t *testing.T) (uid, gid int) {
 // a directory that only its owner can enter. As root, psql run as another
 // account is refused; as anyone, the directory is private.
 func TestOtherUsersCannotConnect(t *testing.T) {
+	t.Parallel()
 	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
 	host := strings.TrimPrefix(strings.Fields(strings.TrimPrefix(s.Psql("postgres"), "psql '"))[0], "host=")
 	info, err := os.Lstat(host)
@@ -66,6 +67,7 @@ func TestOtherUsersCannotConnect(t *testing.T) {
 // run, lives in a 0600 file, opens the door over TCP, and appears on no
 // command line; the previous run's password no longer works.
 func TestTCPPasswordPerRun(t *testing.T) {
+	t.Parallel()
 	dir := pgtest.CacheDir(t)
 	port := freeTCPPort(t)
 	first := start(t, pgserver.Options{CacheDir: dir, Port: port})
@@ -124,6 +126,7 @@ func onACommandLine(secret string) string {
 // made, that others can write, or that is a link, is refused with one
 // line that names it and the fix, and nothing is written into it.
 func TestUntrustedCacheDirIsRefused(t *testing.T) {
+	t.Parallel()
 	parent := pgtest.CacheDir(t)
 	foreign := filepath.Join(parent, "foreign")
 	os.Mkdir(foreign, 0o777)
@@ -152,6 +155,7 @@ func TestUntrustedCacheDirIsRefused(t *testing.T) {
 // that runs PostgreSQL, so a link that account plants in the base cluster
 // cannot make root copy a root-only file into the slot.
 func TestRootCopiesAsTheAccount(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("about root: an ordinary user copies only its own files")
 	}

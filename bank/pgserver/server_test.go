@@ -58,6 +58,7 @@ func alive(pid int) bool { return procs.Running(pid) }
 // both answer on their own unix socket and on no TCP port, and Stop
 // leaves no process behind.
 func TestTwoServersAndCleanStop(t *testing.T) {
+	t.Parallel()
 	dir := pgtest.CacheDir(t)
 	a := start(t, pgserver.Options{CacheDir: dir})
 	b := start(t, pgserver.Options{CacheDir: dir})
@@ -89,6 +90,7 @@ func TestTwoServersAndCleanStop(t *testing.T) {
 // TestServerAccount: as root the server runs as the postgres (or nobody)
 // account; otherwise as the user running bank.
 func TestServerAccount(t *testing.T) {
+	t.Parallel()
 	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID()) + "/status")
 	if err != nil {
@@ -117,6 +119,7 @@ func TestServerAccount(t *testing.T) {
 }
 
 func TestTakenPort(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +140,7 @@ func asEnv(err error, target **pgserver.Error) bool {
 }
 
 func TestBadBinaries(t *testing.T) {
+	t.Parallel()
 	_, err := pgserver.Start(context.Background(), pgserver.Options{CacheDir: pgtest.CacheDir(t), Binaries: "/nonexistent/pg"})
 	if err == nil || !strings.Contains(err.Error(), "--pg-binaries /nonexistent/pg") {
 		t.Fatalf("got %v", err)
@@ -147,6 +151,7 @@ func TestBadBinaries(t *testing.T) {
 // stand-in for the binaries repository, serving an archive built from the
 // PostgreSQL installed here, with its checksum file.
 func TestDownloadPath(t *testing.T) {
+	t.Parallel()
 	installed := installedRoot(t)
 	major := majorOf(t, installed)
 	jar := buildJar(t, installed)
@@ -275,6 +280,7 @@ func breakConfig(t *testing.T, dataDir string) {
 // TestDamagedSlotIsRebuilt: a slot whose cluster no longer starts is
 // copied again from the base cluster, and the run goes on.
 func TestDamagedSlotIsRebuilt(t *testing.T) {
+	t.Parallel()
 	dir := pgtest.CacheDir(t)
 	s := start(t, pgserver.Options{CacheDir: dir})
 	s.Stop()
@@ -289,6 +295,7 @@ func TestDamagedSlotIsRebuilt(t *testing.T) {
 // TestStartFailureShowsTheLog breaks the base cluster itself: the error must
 // carry the end of PostgreSQL's log and the path of the whole log.
 func TestStartFailureShowsTheLog(t *testing.T) {
+	t.Parallel()
 	dir := pgtest.CacheDir(t)
 	s := start(t, pgserver.Options{CacheDir: dir})
 	s.Stop()

@@ -70,12 +70,25 @@ func serves(ps []proc) int {
 	return n
 }
 
+// restarted is true once a postmaster other than the first one seen runs,
+// with bank serve replicas: the database was crashed and restarted.
+func restarted() func(ps []proc, _ string) bool {
+	first := 0
+	return func(ps []proc, _ string) bool {
+		pm := postmasters(ps)
+		if len(pm) == 1 && first == 0 {
+			first = pm[0]
+		}
+		return len(pm) == 1 && pm[0] != first && serves(ps) > 0
+	}
+}
+
 // TestKill9LeavesNothing kills bank with SIGKILL at each phase of a run
 // and requires every process it started (PostgreSQL and its backends,
 // bank serve replicas) gone within 5 seconds; the next run then starts
 // cleanly on the same cache.
 func TestKill9LeavesNothing(t *testing.T) {
-	var firstPostmaster int
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		args  []string
@@ -87,18 +100,13 @@ func TestKill9LeavesNothing(t *testing.T) {
 		{"mid-scenario, with bank serve children", []string{"mistake", "memory-keys"}, func(ps []proc, _ string) bool {
 			return serves(ps) > 0
 		}},
-		{"after torture restarted the database", []string{"torture", "--seed", "1", "--intents", "2000", "--lock-ttl", "1s"}, func(ps []proc, _ string) bool {
-			pm := postmasters(ps)
-			if len(pm) == 1 && firstPostmaster == 0 {
-				firstPostmaster = pm[0]
-			}
-			return len(pm) == 1 && pm[0] != firstPostmaster && serves(ps) > 0
-		}},
+		{"after torture restarted the database", []string{"torture", "--seed", "1", "--intents", "2000", "--lock-ttl", "1s"}, restarted()},
 		{"holding the server open with --keep", []string{"scenario", "naive", "--keep"}, func(_ []proc, stderr string) bool {
 			return strings.Contains(stderr, "stays up until you press Ctrl-C")
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			cache := pgtest.CacheDir(t)
 			cmd := command(t, cache, c.args...)
 			stderr, _ := cmd.StderrPipe()
@@ -154,6 +162,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 // TestInterruptStopsServer: Ctrl-C (SIGINT), the documented way to end
 // --keep, stops the server and exits 0: the scenario itself reproduced.
 func TestInterruptStopsServer(t *testing.T) {
+	t.Parallel()
 	cache := pgtest.CacheDir(t)
 	cmd := command(t, cache, "scenario", "naive", "--keep")
 	stderr, _ := cmd.StderrPipe()

@@ -282,6 +282,7 @@ func TestServePortTaken(t *testing.T) {
 // TestBenchRuns: a short bench through the real binary ends with its
 // invariants holding and every mode measured.
 func TestBenchRuns(t *testing.T) {
+	t.Parallel()
 	out, err := command(t, pgtest.CacheDir(t), "bench", "--duration", "2s", "--rounds", "2", "--clients", "2", "--accounts", "50", "--json").Output()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -23,6 +23,7 @@ func tortureJSON(t *testing.T, args ...string) (torture.Report, int, string) {
 // including a takeover and a fencing rejection (the pause is choreographed
 // through PostgreSQL, so every run has them), and ends valid.
 func TestTortureValid(t *testing.T) {
+	t.Parallel()
 	rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "2000", "--lock-ttl", "1s")
 	if code != exitOK || rep.Verdict != "valid" {
 		t.Fatalf("exit %d, verdict %q: %s", code, rep.Verdict, out)
@@ -39,8 +40,10 @@ func TestTortureValid(t *testing.T) {
 // name keys that moved money twice, on the first seed: the fenced pause
 // makes even no-fencing show every time.
 func TestTortureCatchesEachMistake(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"no-keys", "memory-keys", "no-fencing"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "400", "--lock-ttl", "1s", "--break", mode)
 			if code != exitNotAsTaught || rep.Verdict != "invalid" || len(rep.Offending) == 0 {
 				t.Fatalf("exit %d, verdict %q, offending %v: %s", code, rep.Verdict, rep.Offending, out)
