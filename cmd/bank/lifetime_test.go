@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -138,6 +139,14 @@ func TestKill9LeavesNothing(t *testing.T) {
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
+			// No process of the run carries the database's address (and
+			// so no secret) on its command line, where every local user
+			// could read it.
+			for _, p := range family(cache) {
+				if strings.Contains(p.cmdline, "postgres://") || strings.Contains(p.cmdline, "password") {
+					t.Errorf("a command line carries the database URL: %s", p.cmdline)
+				}
+			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 			var left []proc
@@ -170,10 +179,19 @@ func TestInterruptStopsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(stderr)
+	var psql string
 	for sc.Scan() && !strings.Contains(sc.Text(), "Ctrl-C") {
+		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "psql '") {
+			psql = line
+		}
 	}
 	if len(postmasters(family(cache))) != 1 {
 		t.Fatalf("no server while --keep holds it: %v", family(cache))
+	}
+	// The command --keep prints works, for the learner, as printed.
+	conninfo := strings.TrimSuffix(strings.TrimPrefix(psql, "psql '"), "'")
+	if out, err := exec.Command("psql", "-w", "-X", "-A", "-t", "-c", "SELECT sum(balance_kobo) FROM accounts", conninfo).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Errorf("the printed %q does not work: %v %s", psql, err, out)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	go func() {
