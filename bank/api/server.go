@@ -57,43 +57,15 @@ type Server struct {
 	randMu  sync.Mutex
 	buckets sync.Map // user id -> *bucket
 	Metrics Metrics
-}
 
-// bucket is one user's token bucket.
-type bucket struct {
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
-}
-
-// allow takes a token from the user's bucket, refilled at RateLimit per
-// second on the server's clock.
-func (s *Server) allow(user int64) bool {
-	if s.RateLimit <= 0 {
-		return true
-	}
-	v, _ := s.buckets.LoadOrStore(user, &bucket{tokens: s.RateLimit, last: s.Now()})
-	b := v.(*bucket)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := s.Now()
-	b.tokens = min(s.RateLimit, b.tokens+now.Sub(b.last).Seconds()*s.RateLimit)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
-}
-
-// Metrics are the server's counters, served at /metrics.
-type Metrics struct {
-	Requests, Replays, Conflicts, Unprocessable, Takeovers, Lost, Fenced, Limited atomic.Int64
+	muxOnce sync.Once
+	mux     *http.ServeMux
 }
 
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	note   string // for the log line
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -110,12 +82,15 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// ServeHTTP answers one request and logs it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.muxOnce.Do(s.routes)
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	note := s.route(sw, r)
+	s.mux.ServeHTTP(sw, r)
 	s.Metrics.Requests.Add(1)
 	if s.Log != nil {
+		note := sw.note
 		if key := r.Header.Get("Idempotency-Key"); key != "" {
 			if len(key) > 8 {
 				key = key[:8] + "…"
@@ -132,49 +107,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route answers one request; the string it returns is added to the log.
-func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
-	path := r.URL.Path
-	switch {
-	case path == "/healthz":
-		if !allow(w, r, "GET") {
-			return ""
-		}
+// routes are the API's endpoints. Each path also has a catch-all for the
+// methods it does not take, so that they get the API's JSON 405 (with
+// Allow) rather than the mux's plain text; anything else is a JSON 404.
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
-	case path == "/metrics":
-		if !allow(w, r, "GET") {
-			return ""
-		}
-		s.writeMetrics(w)
-	case path == "/transfers":
-		if r.Method == "GET" {
-			s.lookup(w, r)
-			return ""
-		}
-		if !allow(w, r, "GET", "POST") {
-			return ""
-		}
-		return s.transfer(w, r)
-	case strings.HasPrefix(path, "/accounts/"):
-		if !allow(w, r, "GET") {
-			return ""
-		}
-		s.account(w, r, strings.TrimPrefix(path, "/accounts/"))
-	default:
-		problem(w, http.StatusNotFound, "not_found", "no such endpoint: try POST /transfers, GET /transfers?key=, GET /accounts/{id}, GET /healthz or GET /metrics")
+	})
+	m.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { s.writeMetrics(w) })
+	m.HandleFunc("POST /transfers", s.transfer)
+	m.HandleFunc("GET /transfers", s.lookup)
+	m.HandleFunc("GET /accounts/{id}", s.account)
+	for path, allowed := range map[string]string{"/healthz": "GET", "/metrics": "GET", "/transfers": "GET, POST", "/accounts/{id}": "GET"} {
+		m.HandleFunc(path, methodNotAllowed(allowed))
 	}
-	return ""
+	m.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		problem(w, http.StatusNotFound, "not_found", "no such endpoint: try POST /transfers, GET /transfers?key=, GET /accounts/{id}, GET /healthz or GET /metrics")
+	})
+	s.mux = m
 }
 
-func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	for _, m := range methods {
-		if r.Method == m {
-			return true
-		}
+func methodNotAllowed(allowed string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allowed)
+		problem(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+strings.ReplaceAll(allowed, ", ", " or "))
 	}
-	w.Header().Set("Allow", strings.Join(methods, ", "))
-	problem(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+strings.Join(methods, " or "))
-	return false
+}
+
+// noteLog adds a few words to the request's log line.
+func noteLog(w http.ResponseWriter, note string) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.note += note
+	}
 }
 
 func (s *Server) user(w http.ResponseWriter, r *http.Request) (int64, bool) {
@@ -188,37 +153,38 @@ func (s *Server) user(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return id, true
 }
 
-func (s *Server) transfer(w http.ResponseWriter, r *http.Request) string {
+func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 	user, ok := s.user(w, r)
 	if !ok {
-		return ""
+		return
 	}
 	if r.ContentLength > MaxBody {
 		// Refused on the declared length, before reading: a client that
 		// sent "Expect: 100-continue" is told now, not after it was asked
 		// for the body and then cut off.
 		problem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", MaxBody))
-		return ""
+		return
 	}
-	if !s.allow(user) {
+	if !s.admit(user) {
 		s.Metrics.Limited.Add(1)
 		w.Header().Set("Retry-After", RetryAfter(http.StatusTooManyRequests))
 		problem(w, http.StatusTooManyRequests, "rate_limited", "too many requests; retry after the Retry-After delay with the same Idempotency-Key")
-		return " limited"
+		noteLog(w, " limited")
+		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		problem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", MaxBody))
-		return ""
+		return
 	}
 	if err != nil {
 		problem(w, http.StatusBadRequest, "invalid_json", "the body could not be read")
-		return ""
+		return
 	}
 	if msg := checkShape(body); msg != "" {
 		problem(w, http.StatusBadRequest, "invalid_json", msg)
-		return ""
+		return
 	}
 	// Once started, a transfer runs to its own end (commit, or rollback
 	// when its lock was taken over) rather than being cut off halfway by a
@@ -231,14 +197,15 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) string {
 			s.Metrics.Fenced.Add(1)
 		}
 		problem(w, http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
-		return " error=" + strconv.Quote(err.Error())
+		noteLog(w, " error="+strconv.Quote(err.Error()))
+		return
 	}
-	note := s.count(resp)
+	noteLog(w, s.count(resp))
 	if s.lose() {
 		s.Metrics.Lost.Add(1)
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
-			return note
+			return
 		}
 	}
 	if resp.Replayed {
@@ -248,7 +215,6 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) string {
 		w.Header().Set("Retry-After", v)
 	}
 	writeJSON(w, resp.Status, resp.Body)
-	return note
 }
 
 // RetryAfter is the Retry-After header the API sends with a status.
@@ -345,7 +311,8 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-func (s *Server) account(w http.ResponseWriter, r *http.Request, rawID string) {
+func (s *Server) account(w http.ResponseWriter, r *http.Request) {
+	rawID := r.PathValue("id")
 	user, ok := s.user(w, r)
 	if !ok {
 		return
@@ -375,28 +342,6 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request, rawID string) {
 	}
 	b, _ := json.Marshal(a)
 	writeJSON(w, http.StatusOK, b)
-}
-
-func (s *Server) writeMetrics(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	if h, ok := s.Transfers.(interface{ Holding() int64 }); ok {
-		fmt.Fprintf(w, "# HELP bank_holding_keys Requests holding a claimed key right now.\n# TYPE bank_holding_keys gauge\nbank_holding_keys %d\n", h.Holding())
-	}
-	for _, m := range []struct {
-		name, help string
-		v          *atomic.Int64
-	}{
-		{"bank_requests_total", "Requests served.", &s.Metrics.Requests},
-		{"bank_replays_total", "Transfer responses replayed from the key store.", &s.Metrics.Replays},
-		{"bank_conflicts_total", "409 answers: a copy arrived while the first was in progress.", &s.Metrics.Conflicts},
-		{"bank_unprocessable_total", "422 answers: business refusals and reused keys.", &s.Metrics.Unprocessable},
-		{"bank_takeovers_total", "Expired locks taken over by a retry.", &s.Metrics.Takeovers},
-		{"bank_lost_responses_total", "Responses lost on purpose (--lose-responses, --lose-rate).", &s.Metrics.Lost},
-		{"bank_fenced_total", "Completions refused by the fencing token: a holder that lost its lock.", &s.Metrics.Fenced},
-		{"bank_rate_limited_total", "429 answers: a user over --rate-limit.", &s.Metrics.Limited},
-	} {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", m.name, m.help, m.name, m.name, m.v.Load())
-	}
 }
 
 func problem(w http.ResponseWriter, status int, code, message string) {
