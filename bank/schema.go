@@ -102,3 +102,12 @@ func Setup(ctx context.Context, db *pgx.Conn) error {
 	}
 	return nil
 }
+
+// AddAccounts adds n accounts for load runs (bench, torture): ids 4 and
+// up, all owned by user 1, so that token-ada may send from any of them,
+// each with plenty of money. Ada, Bola and Chidi (1 to 3) are untouched.
+func AddAccounts(ctx context.Context, db DB, n int) error {
+	_, err := db.Exec(ctx, `INSERT INTO accounts (id, owner_id, holder, status, balance_kobo)
+		SELECT g, 1, 'Bench ' || g, 'active', 1000000000000 FROM generate_series(4, $1::int + 3) g`, n)
+	return err
+}

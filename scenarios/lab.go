@@ -16,6 +16,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // Scenario is one lesson.
@@ -68,7 +69,7 @@ type Lab struct {
 	intents   []*Intent
 	sessions  []*pgx.Conn
 	bank      string // the bank binary, for scenarios that start servers
-	processes []*ServeProcess
+	processes []*procs.Child
 }
 
 // Intent is one user intent (or one event, or one side effect) and how
@@ -384,4 +385,18 @@ func (l *Lab) Kill(ctx context.Context, session *pgx.Conn) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("backend %d did not end", pid)
+}
+
+// Serve starts `bank serve` as a real process on a loopback port, serving
+// the scenario's database in place. It is stopped when the scenario ends,
+// or earlier with Stop.
+func (l *Lab) Serve(ctx context.Context, args ...string) (*procs.Child, error) {
+	if l.bank == "" {
+		return nil, fmt.Errorf("this scenario starts bank serve processes: the lab needs the bank binary (Options.Bank)")
+	}
+	p, err := procs.Serve(ctx, l.bank, l.URL, args...)
+	if p != nil {
+		l.processes = append(l.processes, p)
+	}
+	return p, err
 }

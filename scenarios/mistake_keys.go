@@ -128,9 +128,9 @@ var MemoryKeys = &Mistake{
 		if err != nil {
 			return err
 		}
-		app := appClient(lab, first.URL)
+		app := appClient(lab, first.Addr)
 		app.Sleep = func(ctx context.Context, d time.Duration) error {
-			port := first.URL[len("http://127.0.0.1:"):]
+			port := first.Addr[len("http://127.0.0.1:"):]
 			if err := first.Stop(); err != nil && !isSignal(err) {
 				return err
 			}
@@ -155,9 +155,9 @@ var MemoryKeys = &Mistake{
 		if err != nil {
 			return err
 		}
-		app = appClient(lab, one.URL)
+		app = appClient(lab, one.Addr)
 		app.Sleep = func(context.Context, time.Duration) error {
-			app.BaseURL = two.URL
+			app.BaseURL = two.Addr
 			lab.Say("the load balancer sends the retry to the other copy")
 			return nil
 		}

@@ -14,9 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/zudojs/bank/bank/bench"
+	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/pgserver"
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/cmd/bank/internal/bench"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -68,11 +69,11 @@ func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
 	binary, bdb, pool, db := l.binary, l.bank, l.pool, l.db
 	cfg.DBURL = bdb.URL
 	cfg.Serve = func(ctx context.Context, args ...string) (string, int, func() error, error) {
-		p, err := scenarios.StartServe(ctx, binary, bdb.URL, args...)
+		p, err := procs.Serve(ctx, binary, bdb.URL, args...)
 		if err != nil {
 			return "", 0, nil, err
 		}
-		return p.URL, p.PID(), p.Stop, nil
+		return p.Addr, p.PID(), p.Stop, nil
 	}
 	if db.server != nil && fileExistsAt(filepath.Join(db.server.Binaries.Dir, "bin", "pgbench")) {
 		cfg.Pgbench = filepath.Join(db.server.Binaries.Dir, "bin", "pgbench")
@@ -170,7 +171,7 @@ func (a *app) openLoadBank(ctx context.Context, label string, accounts int) (*lo
 	l := &loadBank{db: db, binary: binary}
 	if l.bank, err = db.cluster.NewDatabase(ctx, label); err == nil {
 		if l.pool, err = pgxpool.New(ctx, l.bank.URL); err == nil {
-			err = bench.Prepare(ctx, l.pool, accounts)
+			err = bank.AddAccounts(ctx, l.pool, accounts)
 		}
 	}
 	if err != nil {

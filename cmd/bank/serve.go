@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios"
 )
@@ -150,11 +151,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		IdleTimeout:       60 * time.Second,
 	}
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(a.io.Out, `bank is serving on %s  (Ctrl-C to stop)
-tokens: token-ada (user 1, account 1), token-bola (user 2, account 2), token-chidi (user 3, account 3)
-try it, twice, to see the second answer replayed:
-  curl -i -X POST %s/transfers -H 'Authorization: Bearer token-ada' -H 'Idempotency-Key: demo-key-0000000001' -H 'Content-Type: application/json' -d '{"from":1,"to":2,"amountKobo":1000000}'
-`, base, base)
+	if a.getenv(procs.ReadyEnv) != "" {
+		fmt.Fprintln(a.io.Out, "ready "+base) // for the lab that started this process
+	} else {
+		a.banner(base)
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -180,4 +181,13 @@ func reason(err error) string {
 		return op.Err.Error()
 	}
 	return err.Error()
+}
+
+// banner tells a person where the server is and how to try it.
+func (a *app) banner(base string) {
+	fmt.Fprintf(a.io.Out, `bank is serving on %s  (Ctrl-C to stop)
+tokens: token-ada (user 1, account 1), token-bola (user 2, account 2), token-chidi (user 3, account 3)
+try it, twice, to see the second answer replayed:
+  curl -i -X POST %s/transfers -H 'Authorization: Bearer token-ada' -H 'Idempotency-Key: demo-key-0000000001' -H 'Content-Type: application/json' -d '{"from":1,"to":2,"amountKobo":1000000}'
+`, base, base)
 }

@@ -34,6 +34,9 @@ func serveProcess(t *testing.T, args ...string) string {
 		cmd.Process.Kill()
 		t.Fatalf("serve printed nothing: %v", err)
 	}
+	if !strings.HasPrefix(line, "bank is serving on ") {
+		t.Fatalf("serve's banner: %q", line)
+	}
 	url := strings.Fields(strings.TrimPrefix(line, "bank is serving on "))[0]
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGINT)

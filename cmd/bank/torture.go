@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/procs"
-	"github.com/zudojs/bank/bank/torture"
+	"github.com/zudojs/bank/cmd/bank/internal/torture"
 	"github.com/zudojs/bank/scenarios"
 )
 
@@ -205,7 +205,7 @@ type replica struct {
 	binary, dbURL string
 	args          []string
 	mu            sync.Mutex
-	p             *scenarios.ServeProcess
+	p             *procs.Child
 	port          string
 	counted       map[string]int64 // metrics of earlier lives
 }
@@ -213,7 +213,7 @@ type replica struct {
 func (r *replica) URL() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.p.URL
+	return r.p.Addr
 }
 
 func (r *replica) Restart() error {
@@ -221,10 +221,10 @@ func (r *replica) Restart() error {
 	if r.port != "" {
 		args = append(append([]string{}, args...), "--addr", "127.0.0.1:"+r.port)
 	}
-	var p *scenarios.ServeProcess
+	var p *procs.Child
 	var err error
 	for i := 0; i < 20; i++ { // the old process's port may take a moment to free
-		if p, err = scenarios.StartServe(context.Background(), r.binary, r.dbURL, args...); err == nil {
+		if p, err = procs.Serve(context.Background(), r.binary, r.dbURL, args...); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -234,7 +234,7 @@ func (r *replica) Restart() error {
 	}
 	r.mu.Lock()
 	r.p = p
-	r.port = p.URL[strings.LastIndex(p.URL, ":")+1:]
+	r.port = p.Addr[strings.LastIndex(p.Addr, ":")+1:]
 	r.mu.Unlock()
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
-	"github.com/zudojs/bank/bank/torture"
+	"github.com/zudojs/bank/cmd/bank/internal/torture"
 )
 
 // tortureJSON runs bank torture with --json and returns its report.

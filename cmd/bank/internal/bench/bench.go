@@ -72,14 +72,6 @@ type Report struct {
 	Holds    bool              `json:"invariantsHold"`
 }
 
-// Prepare adds n bench accounts (ids 4 and up, all owned by user 1, so
-// token-ada may send from any of them) with plenty of money.
-func Prepare(ctx context.Context, db *pgxpool.Pool, n int) error {
-	_, err := db.Exec(ctx, `INSERT INTO accounts (id, owner_id, holder, status, balance_kobo)
-		SELECT g, 1, 'Bench ' || g, 'active', 1000000000000 FROM generate_series(4, $1::int + 3) g`, n)
-	return err
-}
-
 // sample is what one mode measured in one round.
 type sample struct {
 	lat      []time.Duration
