@@ -8,10 +8,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	pgtest.Main(m, pgserver.Template{Prefix: "bank", Version: bank.Version(), Setup: bank.Setup})
+}
 
 func TestNaira(t *testing.T) {
 	for kobo, want := range map[int64]string{

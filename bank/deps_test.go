@@ -32,6 +32,8 @@ func TestDependencyRules(t *testing.T) {
 		{module + "/bank/api", func(d string) bool { return own(d) && d != module+"/bank" && d != module+"/idem" }, "the API composes bank and idem, nothing else"},
 		{module + "/bank/client", own, "the client speaks HTTP only"},
 		{module + "/bank/procs", own, "process lifetime knows nothing of the lab"},
+		{module + "/bank/pgserver", func(d string) bool { return own(d) && d != module+"/bank/procs" }, "the server owner knows no schema: callers give it their template"},
+		{module + "/bank/pgserver/pgtest", func(d string) bool { return own(d) && d != module+"/bank/pgserver" }, "each test package says what its template holds"},
 		{module + "/scenarios", func(d string) bool {
 			return strings.Contains(d, "embedded-postgres") || strings.HasPrefix(d, module+"/cmd")
 		}, "scenarios reach the server through pgserver"},

@@ -9,8 +9,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/zudojs/bank/idem"
 )
 
 // Schema is the lesson's database. Amounts are whole kobo (100 kobo = ₦1);
@@ -87,11 +85,12 @@ func SeedTotal() int64 {
 
 // Version identifies the schema and seed, so a template built from an
 // older one is never reused.
-func Version() string { return Schema + Flows + idem.Schema + fmt.Sprint(Seed) }
+func Version() string { return Schema + Flows + fmt.Sprint(Seed) }
 
-// Setup creates the schema, the idempotency table and the seed.
+// Setup creates the bank's tables and the seed. (The idempotency keys are
+// idem's: whoever needs both composes them, as bank/api does.)
 func Setup(ctx context.Context, db *pgx.Conn) error {
-	if _, err := db.Exec(ctx, Schema+Flows+idem.Schema); err != nil {
+	if _, err := db.Exec(ctx, Schema+Flows); err != nil {
 		return fmt.Errorf("creating schema: %w", err)
 	}
 	for _, a := range Seed {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/zudojs/bank/idem"
 )
 
 // DB is what the bank's functions need: a pool, a connection or a
@@ -35,11 +37,9 @@ type Receipt struct {
 	BalanceKobo int64 `json:"balanceKobo"`
 }
 
-// Problem is the body of a refusal: a machine-readable code and a message.
-type Problem struct {
-	Code    string `json:"error"`
-	Message string `json:"message"`
-}
+// Problem is the body of a refusal: a machine-readable code and a
+// message, the same type as idem's own refusals.
+type Problem = idem.ProblemBody
 
 // Outcome is the answer to a transfer request. A refusal is an ordinary
 // outcome, not an error: errors are for things that went wrong.

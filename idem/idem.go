@@ -118,9 +118,16 @@ func (s *Store) lockID() string {
 	return hex.EncodeToString(b)
 }
 
+// ProblemBody is the JSON of every refusal the API sends, idem's own and
+// the bank's: a machine-readable code and a message for people.
+type ProblemBody struct {
+	Code    string `json:"error"`
+	Message string `json:"message"`
+}
+
 // Problem builds the JSON error answers idem gives.
 func Problem(status int, code, message string) Response {
-	body, _ := json.Marshal(map[string]string{"error": code, "message": message})
+	body, _ := json.Marshal(ProblemBody{Code: code, Message: message})
 	return Response{Status: status, Body: body}
 }
 

@@ -12,11 +12,18 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/idem"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// The key store alone: idem's tests need no bank.
+func TestMain(m *testing.M) {
+	pgtest.Main(m, pgserver.Template{Prefix: "idem", Version: idem.Schema, Setup: func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, idem.Schema)
+		return err
+	}})
+}
 
 var t0 = time.Date(2026, 9, 24, 10, 0, 0, 0, time.UTC)
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios"
 )
@@ -27,7 +29,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	code := pgtest.Run(m)
+	code := pgtest.Run(m, pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup})
 	remove()
 	os.Exit(code)
 }

@@ -10,11 +10,14 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/idem"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	pgtest.Main(m, pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup})
+}
 
 // FuzzTransferEndpoint: whatever the key header and the body, the API
 // never answers 5xx, and nothing in the database changes unless it

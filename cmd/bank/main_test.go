@@ -15,7 +15,7 @@ import (
 	"github.com/zudojs/bank/scenarios"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(m, labTemplate()) }
 
 type result struct {
 	code           int

@@ -12,7 +12,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver"
 )
 
@@ -141,6 +141,12 @@ func (a *app) verbosef(format string, args ...any) {
 	}
 }
 
+// labTemplate is the database every scenario and command starts from:
+// the bank and its key store, as bank/api composes them.
+func labTemplate() pgserver.Template {
+	return pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup}
+}
+
 // database is the PostgreSQL a command works on.
 type database struct {
 	cluster *pgserver.Cluster
@@ -151,7 +157,7 @@ type database struct {
 // openDatabase starts the private server, or connects to the learner's.
 // The caller must call close.
 func (a *app) openDatabase(ctx context.Context) (*database, error) {
-	tmpl := pgserver.Template{Prefix: "bank", Version: bank.Version(), Setup: bank.Setup}
+	tmpl := labTemplate()
 	url := a.databaseURL
 	if url == "" {
 		url = a.getenv("DATABASE_URL")

@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/pgserver"
 )
 
@@ -24,18 +23,15 @@ var (
 	admin   string
 )
 
-// Template is the bank's seeded template.
-func Template() pgserver.Template {
-	return pgserver.Template{Prefix: "bank", Version: bank.Version(), Setup: bank.Setup}
-}
-
-// Main starts the server, runs the tests and stops it. Use it from TestMain.
-func Main(m *testing.M) {
-	os.Exit(Run(m))
+// Main starts the server, builds the template database that the tests'
+// databases are cloned from (each package says what it holds), runs the
+// tests and stops the server. Use it from TestMain.
+func Main(m *testing.M, tmpl pgserver.Template) {
+	os.Exit(Run(m, tmpl))
 }
 
 // Run is Main without the exit: it returns the tests' exit code.
-func Run(m *testing.M) int {
+func Run(m *testing.M, tmpl pgserver.Template) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin = os.Getenv("BANK_TEST_DATABASE_URL")
@@ -49,7 +45,7 @@ func Run(m *testing.M) int {
 		server = s
 		admin = s.URL("postgres")
 	}
-	c, err := pgserver.Open(ctx, admin, Template())
+	c, err := pgserver.Open(ctx, admin, tmpl)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
 		return 3
