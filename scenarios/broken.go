@@ -12,8 +12,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,23 +23,43 @@ import (
 	"github.com/zudojs/bank/idem"
 )
 
-// BrokenModes are the mistakes `bank serve --break` can run with.
-var BrokenModes = []string{"memory-keys", "no-keys", "no-fencing"}
+// A Break is a mistake that `bank serve --break NAME` (and so `bank
+// torture --break`) can run with, on real servers.
+type Break struct {
+	Name    string
+	Summary string
+	New     func(db idem.DB, ttl time.Duration) api.Handler
+}
 
-// BrokenHandler returns a transfer handler that makes one mistake, for
-// `bank serve --break`.
-func BrokenHandler(mode string, db idem.DB, ttl time.Duration) (api.Handler, error) {
-	switch mode {
-	case "memory-keys":
-		return &memoryKeys{db: db}, nil
-	case "no-keys":
-		return noKeys{db: db}, nil
-	case "no-fencing":
-		return &leakyStore{db: db, mistake: "no-fencing", ttl: ttl}, nil
+// Breaks is the one table --break resolves its names through.
+var Breaks = []Break{
+	{"memory-keys", "keys in a map in each server's memory: lost on restart, not shared",
+		func(db idem.DB, _ time.Duration) api.Handler { return &memoryKeys{db: db} }},
+	{"no-keys", "the Idempotency-Key ignored: every delivery is a new transfer",
+		func(db idem.DB, _ time.Duration) api.Handler { return noKeys{db: db} }},
+	{"no-fencing", "locks that expire, with no fencing token",
+		func(db idem.DB, ttl time.Duration) api.Handler {
+			return &leakyStore{db: db, mistake: noFencing, ttl: ttl}
+		}},
+}
+
+// LookupBreak finds a break by name.
+func LookupBreak(name string) (Break, bool) {
+	for _, b := range Breaks {
+		if b.Name == name {
+			return b, true
+		}
 	}
-	names := append([]string(nil), BrokenModes...)
-	sort.Strings(names)
-	return nil, fmt.Errorf("unknown mistake %q; choose one of %s", mode, strings.Join(names, ", "))
+	return Break{}, false
+}
+
+// BreakNames lists the breaks' names, in the table's order.
+func BreakNames() []string {
+	names := make([]string, len(Breaks))
+	for i, b := range Breaks {
+		names[i] = b.Name
+	}
+	return names
 }
 
 func randomLock() string {
@@ -95,20 +113,24 @@ func (m *memoryKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	return resp, err
 }
 
-// storedKeys keeps keys in a table, but gets one rule wrong: "unscoped"
-// looks keys up without the user, "no-fingerprint" replays whatever was
-// stored under the key, "replay-500" stores and replays server errors.
+// keyMistake is the rule storedKeys gets wrong.
+type keyMistake int
+
+const (
+	unscoped      keyMistake = iota + 1 // keys looked up without their user
+	noFingerprint                       // whatever was stored under the key is replayed, whatever the request
+	replay500                           // server errors are stored and replayed as final
+)
+
+// storedKeys keeps keys in a table, but gets one rule wrong.
 type storedKeys struct {
 	db      idem.DB
-	mistake string
-	// Fail, if set, runs inside the transfer's transaction: the lab uses
-	// it to cause a real database error (a brief outage).
-	Fail func(ctx context.Context, tx pgx.Tx) error
+	mistake keyMistake
 }
 
 func (s *storedKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
 	user := c.UserID
-	if s.mistake == "unscoped" {
+	if s.mistake == unscoped {
 		user = 0 // every user shares one key space
 	}
 	var status int
@@ -123,11 +145,6 @@ func (s *storedKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	}
 	var resp idem.Response
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if s.Fail != nil {
-			if err := s.Fail(ctx, tx); err != nil {
-				return err
-			}
-		}
 		o, err := bank.Transfer(ctx, tx, c.UserID, c.Body)
 		if err != nil {
 			return err
@@ -137,7 +154,7 @@ func (s *storedKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			VALUES ($1, $2, '', 'completed', $3, $4::jsonb, $5)`, user, c.Key, resp.Status, string(resp.Body), c.Now)
 		return err
 	})
-	if err != nil && s.mistake == "replay-500" {
+	if err != nil && s.mistake == replay500 {
 		// The outage's answer is stored as if it were final.
 		resp = idem.Problem(500, "internal_error", "something went wrong")
 		_, err = s.db.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, response_status, response_body, created_at)
@@ -146,16 +163,22 @@ func (s *storedKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	return resp, err
 }
 
-// leakyStore is the lesson's key store with one rule removed: "no-expiry"
-// never lets a retry take over a lock, "no-fencing" completes a key
-// without checking that the lock is still ours, "second-transaction"
-// stores the response in a transaction of its own after the transfer's.
+// lockMistake is the rule leakyStore leaves out.
+type lockMistake int
+
+const (
+	noExpiry          lockMistake = iota + 1 // a lock is for ever: no retry may take it over
+	noFencing                                // a key is completed without checking that the lock is still ours
+	secondTransaction                        // the response is stored in a transaction of its own, after the transfer's
+)
+
+// leakyStore is the lesson's key store with one rule left out.
 type leakyStore struct {
 	db      idem.DB
-	mistake string
+	mistake lockMistake
 	ttl     time.Duration
 	// hooks.BeforeStore runs before the response is stored: inside the
-	// transaction, or, for second-transaction, between the two commits.
+	// transaction, or, for secondTransaction, between the two commits.
 	hooks   api.Hooks
 	holding atomic.Int64
 }
@@ -195,7 +218,7 @@ func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			return idem.Response{Status: *code, Body: body, Replayed: true}, nil
 		}
 		takeover := "locked_until < $4"
-		if s.mistake == "no-expiry" {
+		if s.mistake == noExpiry {
 			takeover = "false AND $4::timestamptz IS NULL" // a lock is for ever
 		}
 		tag, err := s.db.Exec(ctx, `UPDATE idempotency_keys SET lock_id = $3, locked_until = $5
@@ -209,7 +232,7 @@ func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	}
 	complete := `UPDATE idempotency_keys SET status = 'completed', response_status = $4, response_body = $5::jsonb
 		WHERE user_id = $1 AND key = $2 AND lock_id = $3`
-	if s.mistake == "no-fencing" {
+	if s.mistake == noFencing {
 		complete = `UPDATE idempotency_keys SET status = 'completed', response_status = $4, response_body = $5::jsonb
 		WHERE user_id = $1 AND key = $2 AND $3::text IS NOT NULL` // whoever finishes, wins
 	}
@@ -225,7 +248,7 @@ func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			return err
 		}
 		resp = idem.Response{Status: o.Status, Body: o.Body()}
-		if s.mistake == "second-transaction" {
+		if s.mistake == secondTransaction {
 			return nil
 		}
 		if s.hooks.BeforeStore != nil {
@@ -237,7 +260,7 @@ func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 		}
 		return err
 	})
-	if err != nil || s.mistake != "second-transaction" {
+	if err != nil || s.mistake != secondTransaction {
 		return resp, err
 	}
 	if s.hooks.BeforeStore != nil {

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -76,15 +75,4 @@ var Crash = &Scenario{
 		lab.Say("server A wakes up: %v", err)
 		return lab.Balances(ctx, "")
 	},
-}
-
-// transferLabel is "transfer N" for a receipt, or the error code.
-func transferLabel(body []byte) string {
-	var r struct {
-		TransferID int64 `json:"transferId"`
-	}
-	if json.Unmarshal(body, &r) == nil && r.TransferID != 0 {
-		return fmt.Sprintf("transfer %d", r.TransferID)
-	}
-	return errorOrOK(body)
 }

@@ -74,10 +74,3 @@ var HTTP = &Scenario{
 		return lab.Balances(ctx, "")
 	},
 }
-
-func willRetry(retry bool) string {
-	if retry {
-		return ", will retry"
-	}
-	return ", giving up"
-}

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/zudojs/bank/bank/api"
@@ -53,20 +52,4 @@ var KeyMisuse = &Scenario{
 		}
 		return lab.Balances(ctx, "")
 	},
-}
-
-func replayedWord(replayed bool) string {
-	if replayed {
-		return "replayed"
-	}
-	return ""
-}
-
-// errorOrOK is the body's error code, or "ok" for a success.
-func errorOrOK(body []byte) string {
-	var p struct{ Error string }
-	if json.Unmarshal(body, &p) == nil && p.Error != "" {
-		return p.Error
-	}
-	return "ok"
 }

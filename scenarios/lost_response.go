@@ -64,6 +64,3 @@ never arrived and one that failed all look the same.
 		return lab.Balances(ctx, "")
 	},
 }
-
-// errLostResponse is what the phone sees when the server's answer is lost.
-var errLostResponse = errors.New("timed out waiting for the response")

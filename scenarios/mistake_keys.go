@@ -53,7 +53,7 @@ var UnscopedKeys = &Mistake{
 		lab.Intent("Bola's ₦1,000", 2, 1, 100_000, 1).BrokenIf(broken)
 		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
 		if broken {
-			h = &storedKeys{db: lab.DB, mistake: "unscoped"}
+			h = &storedKeys{db: lab.DB, mistake: unscoped}
 		}
 		lab.Step("two users, one key string")
 		for _, c := range []struct {
@@ -85,7 +85,7 @@ var NoFingerprint = &Mistake{
 		lab.Effect("a success reported for the ₦50,000 request", 0, func(context.Context) (int, error) { return lies, nil }).BrokenIf(broken)
 		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
 		if broken {
-			h = &storedKeys{db: lab.DB, mistake: "no-fingerprint"}
+			h = &storedKeys{db: lab.DB, mistake: noFingerprint}
 		}
 		lab.Step("one key, two amounts")
 		for _, body := range []string{`{"from": 1, "to": 2, "amountKobo": 1000000}`, `{"from": 1, "to": 2, "amountKobo": 5000000}`} {

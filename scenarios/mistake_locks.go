@@ -3,12 +3,10 @@ package scenarios
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/idem"
 )
 
@@ -22,7 +20,7 @@ var SecondTransaction = &Mistake{
 	Summary: "storing the response in a second transaction",
 	Happens: "a crash between the two commits leaves a done transfer with no stored response; the retry transfers again",
 	Fix:     "the transfer and the stored response commit in one transaction",
-	Steps: crashStory("second-transaction", "a crash between the transfer and the stored response",
+	Steps: crashStory(secondTransaction, "a crash between the transfer and the stored response",
 		func(crash func(context.Context)) api.Hooks { return api.Hooks{BeforeStore: crash} },
 		10*time.Second, 31*time.Second),
 }
@@ -35,7 +33,7 @@ var NoLockExpiry = &Mistake{
 	Summary: "a lock with no expiry",
 	Happens: "one crash blocks that key for ever: the user can never complete that transfer",
 	Fix:     "the lock expires (30 s) and a retry takes the key over",
-	Steps: crashStory("no-expiry", "the server crashes holding the key",
+	Steps: crashStory(noExpiry, "the server crashes holding the key",
 		func(crash func(context.Context)) api.Hooks { return api.Hooks{AfterClaim: crash} },
 		10*time.Second, 31*time.Second, 24*time.Hour),
 }
@@ -43,7 +41,7 @@ var NoLockExpiry = &Mistake{
 // crashStory: server A's session is killed at the hook's point; then a
 // retry arrives at each of the times given. The broken half uses the
 // leaky store with the mistake, the fixed half the real one.
-func crashStory(mistake, step string, at func(crash func(context.Context)) api.Hooks, retries ...time.Duration) func(context.Context, *Lab, bool) error {
+func crashStory(mistake lockMistake, step string, at func(crash func(context.Context)) api.Hooks, retries ...time.Duration) func(context.Context, *Lab, bool) error {
 	return func(ctx context.Context, lab *Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		server, err := lab.Session(ctx)
@@ -82,13 +80,6 @@ func crashThenRetry(ctx context.Context, lab *Lab, first, retry api.Handler, at 
 	return lab.Balances(ctx, "")
 }
 
-func human(d time.Duration) string {
-	if d >= time.Hour {
-		return fmt.Sprintf("%d h", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d s", int(d.Seconds()))
-}
-
 // NoFencing: the lock expires, a retry takes the key over and transfers;
 // then the first server, only slow, finishes too. Without a fencing token
 // nothing stops it, and both transfers commit.
@@ -106,8 +97,8 @@ var NoFencing = &Mistake{
 		keys := &idem.Store{LockTTL: 30 * time.Second}
 		var a, b api.Handler = &api.Transfers{DB: lab.DB, Keys: keys, Hooks: slow}, &api.Transfers{DB: lab.DB, Keys: keys}
 		if broken {
-			a = &leakyStore{db: lab.DB, mistake: "no-fencing", ttl: 30 * time.Second, hooks: slow}
-			b = &leakyStore{db: lab.DB, mistake: "no-fencing", ttl: 30 * time.Second}
+			a = &leakyStore{db: lab.DB, mistake: noFencing, ttl: 30 * time.Second, hooks: slow}
+			b = &leakyStore{db: lab.DB, mistake: noFencing, ttl: 30 * time.Second}
 		}
 		lab.Step("a slow server and a takeover")
 		done := make(chan error, 1)
@@ -152,7 +143,7 @@ var Replay500 = &Mistake{
 		}
 		var h api.Handler = &api.Transfers{DB: server, Keys: &idem.Store{}}
 		if broken {
-			h = &storedKeys{db: server, mistake: "replay-500"}
+			h = &storedKeys{db: server, mistake: replay500}
 		}
 		send := func(label string) error {
 			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "outage-key-0000000001", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`), Now: lab.Clock.Now()})
@@ -184,28 +175,4 @@ var Replay500 = &Mistake{
 		send("attempt 3")
 		return lab.Balances(ctx, "")
 	},
-}
-
-// appClient is the lab's retrying app, aimed at url.
-func appClient(lab *Lab, url string) *client.Client {
-	return &client.Client{
-		BaseURL: url, Token: "token-ada", Rand: lab.Rand,
-		HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second},
-		Report: func(a client.Attempt) {
-			if a.Status == 0 {
-				lab.Say("attempt %d: network error (%s)%s", a.N, a.Network, willRetry(a.Retry))
-			} else {
-				lab.Say("attempt %d: %d replayed: %t", a.N, a.Status, a.Replayed)
-			}
-		},
-	}
-}
-
-func sendAndShow(ctx context.Context, lab *Lab, app *client.Client, body string) error {
-	res, err := app.Send(ctx, newKey(lab), []byte(body))
-	if err != nil {
-		return err
-	}
-	lab.Reply(res.Status, res.Replayed, res.Body, "app shows: %s", transferLabel(res.Body))
-	return nil
 }

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/zudojs/bank/bank/api"
@@ -97,11 +96,4 @@ func keys(ctx context.Context, lab *Lab) ([]string, error) {
 		out = append(out, k)
 	}
 	return out, rows.Err()
-}
-
-func list(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
 }

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
@@ -50,18 +49,4 @@ var RetrySafe = &Scenario{
 		}
 		return lab.Balances(ctx, "")
 	},
-}
-
-// newKey makes an idempotency key the way an app does when the confirm
-// screen opens: random, here from the lab's seeded source.
-func newKey(lab *Lab) string {
-	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", lab.Rand.Uint32(), lab.Rand.Uint32()&0xffff,
-		lab.Rand.Uint32()&0xfff, 0x8000|lab.Rand.Uint32()&0x3fff, lab.Rand.Uint64()&0xffffffffffff)
-}
-
-func replayedNote(replayed bool) string {
-	if replayed {
-		return " (replayed)"
-	}
-	return ""
 }

@@ -58,7 +58,7 @@ transfer has committed (the connection is closed instead of answered), and
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the bank's database after the server stops (with --database-url)")
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "transfer requests per second per user (0: no limit); over it, 429 with Retry-After")
 	cmd.Flags().BoolVar(&f.inPlace, "in-place", false, "serve the database --database-url names, as it is, instead of a fresh copy (for several servers sharing one bank)")
-	cmd.Flags().StringVar(&f.mistake, "break", "", "run with a mistake on purpose: "+strings.Join(scenarios.BrokenModes, ", "))
+	cmd.Flags().StringVar(&f.mistake, "break", "", "run with a mistake on purpose: "+strings.Join(scenarios.BreakNames(), ", "))
 	return cmd
 }
 
@@ -72,8 +72,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return usagef("--lock-ttl must be positive, such as 30s")
 	case f.rateLimit < 0:
 		return usagef("--rate-limit must be 0 (no limit) or more")
-	case f.mistake != "" && !slices.Contains(scenarios.BrokenModes, f.mistake):
-		return usagef("--break must be one of %s", strings.Join(scenarios.BrokenModes, ", "))
+	case f.mistake != "" && !slices.Contains(scenarios.BreakNames(), f.mistake):
+		return usagef("--break must be one of %s", strings.Join(scenarios.BreakNames(), ", "))
 	}
 	// Listen first: a taken port is reported before PostgreSQL starts.
 	ln, err := net.Listen("tcp", f.addr)
@@ -126,11 +126,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	defer pool.Close()
 
 	var handler api.Handler = &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: f.lockTTL}}
-	if f.mistake != "" {
-		if handler, err = scenarios.BrokenHandler(f.mistake, pool, f.lockTTL); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.io.Err, "bank: BROKEN ON PURPOSE: serving with the mistake %q\n", f.mistake)
+	if b, ok := scenarios.LookupBreak(f.mistake); ok {
+		handler = b.New(pool, f.lockTTL)
+		fmt.Fprintf(a.io.Err, "bank: BROKEN ON PURPOSE: serving with the mistake %q (%s)\n", b.Name, b.Summary)
 	}
 	server := &api.Server{
 		Transfers: handler,
