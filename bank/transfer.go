@@ -139,6 +139,21 @@ type lockedAccount struct {
 	Status    string
 }
 
+// A transfer's statements, exported so that a benchmark can run the very
+// same SQL without Go or HTTP (bank bench).
+const (
+	// LockAccountsSQL locks both accounts, lower id first: $1 from, $2 to.
+	LockAccountsSQL = `SELECT id, owner_id, status FROM accounts
+		WHERE id IN ($1::bigint, $2::bigint) ORDER BY id FOR UPDATE`
+	// DebitSQL checks the balance and debits in one statement: $1 amount, $2 from.
+	DebitSQL = `UPDATE accounts SET balance_kobo = balance_kobo - $1
+		WHERE id = $2 AND balance_kobo >= $1 RETURNING balance_kobo`
+	// CreditSQL credits the recipient: $1 amount, $2 to.
+	CreditSQL = "UPDATE accounts SET balance_kobo = balance_kobo + $1 WHERE id = $2"
+	// RecordSQL records the transfer: $1 from, $2 to, $3 amount.
+	RecordSQL = "INSERT INTO transfers (from_account, to_account, amount_kobo) VALUES ($1, $2, $3) RETURNING id"
+)
+
 // Execute runs a validated request. See Transfer.
 func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, error) {
 	// Lock both accounts, lower id first. Every transfer takes its locks
@@ -146,8 +161,7 @@ func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, erro
 	// behind each other instead of each holding the row the other needs
 	// (which PostgreSQL would end with a deadlock error). One round trip;
 	// the checks below still come in the lesson's order.
-	rows, err := tx.Query(ctx, `SELECT id, owner_id, status FROM accounts
-		WHERE id IN ($1::bigint, $2::bigint) ORDER BY id FOR UPDATE`, r.From, r.To)
+	rows, err := tx.Query(ctx, LockAccountsSQL, r.From, r.To)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("locking accounts: %w", err)
 	}
@@ -176,19 +190,18 @@ func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, erro
 
 	// The balance check and the debit are one statement.
 	var balance int64
-	err = tx.QueryRow(ctx, `UPDATE accounts SET balance_kobo = balance_kobo - $1
-		WHERE id = $2 AND balance_kobo >= $1 RETURNING balance_kobo`, r.AmountKobo, r.From).Scan(&balance)
+	err = tx.QueryRow(ctx, DebitSQL, r.AmountKobo, r.From).Scan(&balance)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return refuse(http.StatusUnprocessableEntity, "insufficient_funds", "the balance is too low for this transfer"), nil
 	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("debit: %w", err)
 	}
-	if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo + $1 WHERE id = $2", r.AmountKobo, r.To); err != nil {
+	if _, err := tx.Exec(ctx, CreditSQL, r.AmountKobo, r.To); err != nil {
 		return Outcome{}, fmt.Errorf("credit: %w", err)
 	}
 	var id int64
-	if err := tx.QueryRow(ctx, "INSERT INTO transfers (from_account, to_account, amount_kobo) VALUES ($1, $2, $3) RETURNING id",
+	if err := tx.QueryRow(ctx, RecordSQL,
 		r.From, r.To, r.AmountKobo).Scan(&id); err != nil {
 		return Outcome{}, fmt.Errorf("recording transfer: %w", err)
 	}

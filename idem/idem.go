@@ -62,6 +62,22 @@ CREATE TABLE processed_events (
 // it over. It must outlive the slowest normal request.
 const DefaultLockTTL = 30 * time.Second
 
+// The two writes a key adds to a transfer, exported so that a benchmark
+// can run the very same statements without Go or HTTP (bank bench).
+const (
+	// ClaimSQL claims a key, committed on its own before the work: $1 user,
+	// $2 key, $3 request hash, $4 lock id, $5 locked until, $6 now. Of two
+	// copies, exactly one inserts.
+	ClaimSQL = `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+		VALUES ($1, $2, $3, 'in_progress', $4, $5, $6)
+		ON CONFLICT (user_id, key) DO NOTHING RETURNING true`
+	// CompleteSQL stores the answer in the work's transaction, fenced by
+	// the lock id: $1 user, $2 key, $3 lock id, $4 status, $5 body.
+	CompleteSQL = `UPDATE idempotency_keys
+		SET status = 'completed', response_status = $4, response_body = $5::jsonb, lock_id = NULL, locked_until = NULL
+		WHERE user_id = $1 AND key = $2 AND lock_id = $3 RETURNING response_body`
+)
+
 // ErrLockLost means the caller's lock expired and a retry took the key
 // over: the fencing token refused to store the response, and the
 // caller's transaction, work included, was rolled back.
@@ -162,9 +178,7 @@ func (s *Store) Do(ctx context.Context, db DB, r Request, work Work) (Response, 
 	until := r.Now.Add(s.ttl())
 
 	var claimed bool
-	err = db.QueryRow(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
-		VALUES ($1, $2, $3, 'in_progress', $4, $5, $6)
-		ON CONFLICT (user_id, key) DO NOTHING RETURNING true`,
+	err = db.QueryRow(ctx, ClaimSQL,
 		r.UserID, r.Key, hash, lock, until, r.Now).Scan(&claimed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return Response{}, fmt.Errorf("claiming idempotency key: %w", err)
@@ -247,9 +261,7 @@ func (s *Store) run(ctx context.Context, db DB, r Request, lock string, work Wor
 	// keys its own way), so the first answer and every replay are the
 	// same bytes.
 	var stored []byte
-	err = tx.QueryRow(ctx, `UPDATE idempotency_keys
-		SET status = 'completed', response_status = $4, response_body = $5::jsonb, lock_id = NULL, locked_until = NULL
-		WHERE user_id = $1 AND key = $2 AND lock_id = $3 RETURNING response_body`,
+	err = tx.QueryRow(ctx, CompleteSQL,
 		r.UserID, r.Key, lock, resp.Status, string(resp.Body)).Scan(&stored)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Response{}, ErrLockLost

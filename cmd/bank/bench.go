@@ -25,9 +25,11 @@ func (a *app) benchCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure safe transfers over HTTP next to pgbench running the same transaction",
-		Long: `Run, against one PostgreSQL and in one go: pgbench with the bank's transfer
-transaction as a custom script (when pgbench is installed); bank serve over
+		Short: "Measure safe transfers over HTTP next to pgbench running the same statements",
+		Long: `Run, against one PostgreSQL and in one go: pgbench running the server's own
+statements as custom scripts, with the key (claim, then the transfer and the
+completion in one transaction) and without it (when pgbench is installed);
+bank serve over
 HTTP with fresh intents between random accounts; the same with every request
 a replay; the same with every request sent twice at once; and the handler
 with idempotency switched off. The modes take turns in --rounds rounds, so a
@@ -135,13 +137,8 @@ func (a *app) printBench(rep bench.Report) {
 		}
 	}
 	fmt.Fprintln(w, "\nratios:")
-	names := make([]string, 0, len(rep.Ratios))
-	for k := range rep.Ratios {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		fmt.Fprintf(w, "  %-22s %s\n", k, rep.Ratios[k])
+	for _, r := range rep.Ratios {
+		fmt.Fprintf(w, "  %-38s %s\n", r.Name, ratioText(r))
 	}
 	fmt.Fprintln(w, "\ninvariants:")
 	for _, c := range rep.Checks {
@@ -189,4 +186,23 @@ func (l *loadBank) close(ctx context.Context) {
 		l.bank.Drop(context.WithoutCancel(ctx))
 	}
 	l.db.close()
+}
+
+// ratioText is a ratio's value and how it stands against its target.
+func ratioText(r bench.Ratio) string {
+	if !r.Available {
+		return "n/a"
+	}
+	v := fmt.Sprintf("%.2f", r.Value)
+	if r.Target == 0 {
+		return v
+	}
+	verdict, cmp := "meets", ">="
+	if r.Ceiling {
+		cmp = "<="
+	}
+	if !r.Met {
+		verdict = "misses"
+	}
+	return fmt.Sprintf("%s (target %s %g: %s)", v, cmp, r.Target, verdict)
 }

@@ -298,15 +298,26 @@ func TestBenchRuns(t *testing.T) {
 			Failures   map[string]int
 			Throughput float64 `json:"perSecond"`
 		}
+		Ratios []struct {
+			Name      string
+			Available bool
+			Value     float64
+			Met       bool
+		}
 		Holds bool `json:"invariantsHold"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !rep.Holds || len(rep.Results) != 5 {
+	if !rep.Holds || len(rep.Results) != 6 {
 		t.Fatalf("%s", out)
 	}
-	for _, r := range rep.Results[1:] {
+	for _, r := range rep.Ratios {
+		if strings.HasPrefix(r.Name, "key") && (!r.Available || r.Value <= 0) {
+			t.Errorf("ratio %q has no number: %+v", r.Name, r)
+		}
+	}
+	for _, r := range rep.Results {
 		if r.Requests == 0 || r.Errors != 0 {
 			t.Errorf("%s: %d requests, %d errors %v", r.Mode, r.Requests, r.Errors, r.Failures)
 		}
