@@ -12,6 +12,9 @@ import (
 // The lab's app: the client side of the lessons that a learner's phone
 // plays, with one key per intent.
 
+// adaPaysBola is the lesson's request: Ada sends Bola ₦10,000.
+const adaPaysBola = `{"from": 1, "to": 2, "amountKobo": 1000000}`
+
 // newKey makes an idempotency key the way an app does when the confirm
 // screen opens: random, here from the lab's seeded source.
 func newKey(lab *Lab) string {
@@ -39,6 +42,6 @@ func sendAndShow(ctx context.Context, lab *Lab, app *client.Client, body string)
 	if err != nil {
 		return err
 	}
-	lab.Reply(res.Status, res.Replayed, res.Body, "app shows: %s", transferLabel(res.Body))
+	lab.Reply(answer(res), "app shows: %s", transferLabel(res.Body))
 	return nil
 }

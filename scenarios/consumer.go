@@ -50,7 +50,7 @@ var Consumer = &Scenario{
 		lab.Step("broken: no record of processed events")
 		lab.Intent("Ada's ₦10,000 transfer", 1, 2, 1_000_000, 1)
 		lab.Effect("Ada's 10 points for it", 1, points(1, 10)).ShownBroken()
-		if err := send(1, `{"from": 1, "to": 2, "amountKobo": 1000000}`); err != nil {
+		if err := send(1, adaPaysBola); err != nil {
 			return err
 		}
 		if err := consume(ctx, lab, queue, "points only", true, rewardWithoutRecord); err != nil {

@@ -30,7 +30,7 @@ var Crash = &Scenario{
 		"server A wakes up":       "A runs its transfer, then tries to store its response under its old lock id.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		body := []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`)
+		body := []byte(adaPaysBola)
 		const key = "crash-demo-00000000001"
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
 		keys := &idem.Store{LockTTL: 30 * time.Second}
@@ -42,14 +42,9 @@ var Crash = &Scenario{
 		serverB := &api.Transfers{DB: lab.DB, Keys: keys}
 
 		lab.Step("server A claims the key")
-		claimed, wake := make(chan struct{}), make(chan struct{})
-		serverA.Hooks.AfterClaim = func(context.Context) { close(claimed); <-wake }
-		aDone := make(chan error, 1)
-		go func() {
-			_, err := serverA.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
-			aDone <- err
-		}()
-		<-claimed
+		a := hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
+			return serverA.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
+		})
 		lab.Say("server A claimed the key and then went silent")
 
 		lab.Step("retry after 10 s")
@@ -57,22 +52,20 @@ var Crash = &Scenario{
 		if err != nil {
 			return err
 		}
-		lab.Reply(early.Status, early.Replayed, early.Body, "retry after 10 s: %d %s", early.Status, errorOrOK(early.Body))
+		lab.Reply(early, "retry after 10 s: %d %s", early.Status, errorOrOK(early.Body))
 
 		lab.Step("retry after 31 s")
 		late, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(31 * time.Second)})
 		if err != nil {
 			return err
 		}
-		lab.Reply(late.Status, late.Replayed, late.Body, "retry after 31 s: %d %s", late.Status, transferLabel(late.Body))
+		lab.Reply(late, "retry after 31 s: %d %s", late.Status, transferLabel(late.Body))
 
 		lab.Step("server A wakes up")
-		close(wake)
-		err = <-aDone
-		if !errors.Is(err, idem.ErrLockLost) {
+		if _, err := a.finish(); !errors.Is(err, idem.ErrLockLost) {
 			return fmt.Errorf("server A should have lost its lock, got %v", err)
 		}
-		lab.Say("server A wakes up: %v", err)
+		lab.Say("server A wakes up: %v", idem.ErrLockLost)
 		return lab.Balances(ctx, "")
 	},
 }

@@ -65,11 +65,11 @@ var HTTP = &Scenario{
 		}
 
 		lab.Step("send over HTTP")
-		res, err := app.Send(ctx, newKey(lab), []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`))
+		res, err := app.Send(ctx, newKey(lab), []byte(adaPaysBola))
 		if err != nil {
 			lab.Say("gave up: %v", err)
 		} else {
-			lab.Reply(res.Status, res.Replayed, res.Body, "app shows: %s", res.Body)
+			lab.Reply(answer(res), "app shows: %s", res.Body)
 		}
 		return lab.Balances(ctx, "")
 	},

@@ -33,7 +33,7 @@ var KeyMisuse = &Scenario{
 			key   string
 			body  string
 		}{
-			{"first request", 1, key, `{"from": 1, "to": 2, "amountKobo": 1000000}`},
+			{"first request", 1, key, adaPaysBola},
 			{"same, keys reordered", 1, key, `{"amountKobo": 1000000, "to": 2, "from": 1}`},
 			{"same key, other amount", 1, key, `{"from": 1, "to": 2, "amountKobo": 5000000}`},
 			{"other user, same key", 2, key, `{"from": 2, "to": 1, "amountKobo": 100000}`},
@@ -48,7 +48,7 @@ var KeyMisuse = &Scenario{
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.label, err)
 			}
-			lab.Reply(resp.Status, resp.Replayed, resp.Body, "%-26s %d %s %s", r.label, resp.Status, replayedWord(resp.Replayed), errorOrOK(resp.Body))
+			lab.Reply(resp, "%-26s %d %s %s", r.label, resp.Status, replayedWord(resp.Replayed), errorOrOK(resp.Body))
 		}
 		return lab.Balances(ctx, "")
 	},

@@ -15,8 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/idem"
 )
 
 // Scenario is one lesson.
@@ -95,8 +97,16 @@ func (l *Lab) Say(format string, args ...any) { l.out.line(l.step, fmt.Sprintf(f
 
 // Reply prints one line that reports a response; --json also gets the
 // response itself.
-func (l *Lab) Reply(status int, replayed bool, body []byte, format string, args ...any) {
-	l.out.line(l.step, fmt.Sprintf(format, args...), &response{Status: status, Replayed: replayed, Body: body})
+func (l *Lab) Reply(r idem.Response, format string, args ...any) {
+	l.out.line(l.step, fmt.Sprintf(format, args...), &response{Status: r.Status, Replayed: r.Replayed, Body: r.Body})
+}
+
+// outcome is a bank outcome as the response the API would send.
+func outcome(o bank.Outcome) idem.Response { return idem.Response{Status: o.Status, Body: o.Body()} }
+
+// answer is what the app received, as a response.
+func answer(res client.Result) idem.Response {
+	return idem.Response{Status: res.Status, Replayed: res.Replayed, Body: res.Body}
 }
 
 // Balances prints the lesson's balances line, after a label if any.

@@ -50,7 +50,7 @@ never arrived and one that failed all look the same.
 
 		lab.Step("retry after a lost response")
 		for attempt := 1; attempt <= 3; attempt++ {
-			o, err := network(`{"from": 1, "to": 2, "amountKobo": 1000000}`)
+			o, err := network(adaPaysBola)
 			if errors.Is(err, errLostResponse) {
 				lab.Say("attempt %d: %v", attempt, err)
 				continue
@@ -58,7 +58,7 @@ never arrived and one that failed all look the same.
 			if err != nil {
 				return err
 			}
-			lab.Reply(o.Status, false, o.Body(), "attempt %d: %d", attempt, o.Status)
+			lab.Reply(outcome(o), "attempt %d: %d", attempt, o.Status)
 			break
 		}
 		return lab.Balances(ctx, "")

@@ -26,7 +26,7 @@ var NewKeyPerAttempt = &Mistake{
 			if broken {
 				key = newKey(lab) // BROKEN ON PURPOSE: the key is made per attempt
 			}
-			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: key, Body: []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`), Now: lab.Clock.Now()})
+			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: key, Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
 			if err != nil {
 				return err
 			}
@@ -34,7 +34,7 @@ var NewKeyPerAttempt = &Mistake{
 				lab.Say("attempt 1: %v", errLostResponse)
 				continue
 			}
-			lab.Reply(r.Status, r.Replayed, r.Body, "attempt 2: %d %s%s", r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+			lab.Reply(r, "attempt 2: %d %s%s", r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 		}
 		return lab.Balances(ctx, "")
 	},
@@ -60,12 +60,12 @@ var UnscopedKeys = &Mistake{
 			who  string
 			user int64
 			body string
-		}{{"Ada", 1, `{"from": 1, "to": 2, "amountKobo": 1000000}`}, {"Bola", 2, `{"from": 2, "to": 1, "amountKobo": 100000}`}} {
+		}{{"Ada", 1, adaPaysBola}, {"Bola", 2, `{"from": 2, "to": 1, "amountKobo": 100000}`}} {
 			r, err := h.Handle(ctx, api.Call{UserID: c.user, Key: "tap-2026-09-24-0001", Body: []byte(c.body), Now: lab.Clock.Now()})
 			if err != nil {
 				return err
 			}
-			lab.Reply(r.Status, r.Replayed, r.Body, "%s sends key tap-2026-09-24-0001: %d%s %s", c.who, r.Status, replayedNote(r.Replayed), r.Body)
+			lab.Reply(r, "%s sends key tap-2026-09-24-0001: %d%s %s", c.who, r.Status, replayedNote(r.Replayed), r.Body)
 		}
 		return lab.Balances(ctx, "")
 	},
@@ -88,7 +88,7 @@ var NoFingerprint = &Mistake{
 			h = &storedKeys{db: lab.DB, mistake: noFingerprint}
 		}
 		lab.Step("one key, two amounts")
-		for _, body := range []string{`{"from": 1, "to": 2, "amountKobo": 1000000}`, `{"from": 1, "to": 2, "amountKobo": 5000000}`} {
+		for _, body := range []string{adaPaysBola, `{"from": 1, "to": 2, "amountKobo": 5000000}`} {
 			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "tap-2026-09-24-0001", Body: []byte(body), Now: lab.Clock.Now()})
 			if err != nil {
 				return err
@@ -96,7 +96,7 @@ var NoFingerprint = &Mistake{
 			if strings.HasSuffix(body, ": 5000000}") && r.Status/100 == 2 {
 				lies++
 			}
-			lab.Reply(r.Status, r.Replayed, r.Body, "%-42s %d%s %s", body, r.Status, replayedNote(r.Replayed), transferLabel(r.Body))
+			lab.Reply(r, "%-42s %d%s %s", body, r.Status, replayedNote(r.Replayed), transferLabel(r.Body))
 		}
 		return lab.Balances(ctx, "")
 	},
@@ -142,7 +142,7 @@ var MemoryKeys = &Mistake{
 			lab.Say("the server restarted")
 			return nil
 		}
-		if err := sendAndShow(ctx, lab, app, `{"from": 1, "to": 2, "amountKobo": 1000000}`); err != nil {
+		if err := sendAndShow(ctx, lab, app, adaPaysBola); err != nil {
 			return err
 		}
 

@@ -63,7 +63,7 @@ func crashStory(mistake lockMistake, step string, at func(crash func(context.Con
 // crashThenRetry: the first delivery dies at its hook; retries follow at
 // the given times after it.
 func crashThenRetry(ctx context.Context, lab *Lab, first, retry api.Handler, at ...time.Duration) error {
-	body := []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`)
+	body := []byte(adaPaysBola)
 	const key = "crash-demo-00000000001"
 	_, err := first.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 	if err == nil {
@@ -75,7 +75,7 @@ func crashThenRetry(ctx context.Context, lab *Lab, first, retry api.Handler, at 
 		if err != nil {
 			return err
 		}
-		lab.Reply(r.Status, r.Replayed, r.Body, "retry after %s: %d %s%s", human(d), r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+		lab.Reply(r, "retry after %s: %d %s%s", human(d), r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 	}
 	return lab.Balances(ctx, "")
 }
@@ -90,7 +90,7 @@ var NoFencing = &Mistake{
 	Fix:     "storing the response needs the current lock id; the slow server's transaction rolls back",
 	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
-		body := []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`)
+		body := []byte(adaPaysBola)
 		const key = "crash-demo-00000000001"
 		claimed, wake := make(chan struct{}), make(chan struct{})
 		slow := api.Hooks{AfterClaim: func(context.Context) { close(claimed); <-wake }}
@@ -112,7 +112,7 @@ var NoFencing = &Mistake{
 		if err != nil {
 			return err
 		}
-		lab.Reply(r.Status, r.Replayed, r.Body, "retry after 31 s: %d %s", r.Status, transferLabel(r.Body))
+		lab.Reply(r, "retry after 31 s: %d %s", r.Status, transferLabel(r.Body))
 		close(wake)
 		if err := <-done; err != nil {
 			lab.Say("server A wakes up: %v", err)
@@ -146,11 +146,11 @@ var Replay500 = &Mistake{
 			h = &storedKeys{db: server, mistake: replay500}
 		}
 		send := func(label string) error {
-			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "outage-key-0000000001", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`), Now: lab.Clock.Now()})
+			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "outage-key-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
 			if err != nil {
 				r = idem.Problem(http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
 			}
-			lab.Reply(r.Status, r.Replayed, r.Body, "%s: %d %s%s", label, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+			lab.Reply(r, "%s: %d %s%s", label, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 			return nil
 		}
 		lab.Step("a brief outage")

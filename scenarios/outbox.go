@@ -108,7 +108,7 @@ func sendInsideTransaction(ctx context.Context, lab *Lab, app *pgx.Conn, sms *SM
 	if err != nil {
 		return err
 	}
-	o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`))
+	o, err := bank.Transfer(ctx, tx, 1, []byte(adaPaysBola))
 	if err != nil {
 		return err
 	}

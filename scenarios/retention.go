@@ -26,7 +26,7 @@ var Retention = &Scenario{
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
 		h := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
-		ada := api.Call{UserID: 1, Key: "ada-offline-0000000001", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`)}
+		ada := api.Call{UserID: 1, Key: "ada-offline-0000000001", Body: []byte(adaPaysBola)}
 		bola := api.Call{UserID: 2, Key: "bola-offline-000000001", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
 		lab.Intent("Ada's ₦10,000 intent", 1, 2, 1_000_000, 1).ShownBroken()
 		lab.Intent("Bola's ₦1,000 intent", 2, 1, 100_000, 1)
@@ -36,7 +36,7 @@ var Retention = &Scenario{
 			if err != nil {
 				return err
 			}
-			lab.Reply(r.Status, r.Replayed, r.Body, "%s %s: %d %s%s", lab.Clock.Now().Format("Jan 2 15:04"), who, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+			lab.Reply(r, "%s %s: %d %s%s", lab.Clock.Now().Format("Jan 2 15:04"), who, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 			return nil
 		}
 

@@ -32,7 +32,7 @@ var RetrySafe = &Scenario{
 			}
 			return resp, err
 		}
-		intent := api.Call{UserID: 1, Key: newKey(lab), Body: []byte(`{"from": 1, "to": 2, "amountKobo": 1000000}`), Now: lab.Clock.Now()}
+		intent := api.Call{UserID: 1, Key: newKey(lab), Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
 
 		lab.Step("retry with one key")
 		for attempt := 1; attempt <= 3; attempt++ {
@@ -44,7 +44,7 @@ var RetrySafe = &Scenario{
 			if err != nil {
 				return err
 			}
-			lab.Reply(resp.Status, resp.Replayed, resp.Body, "attempt %d: %d%s %s", attempt, resp.Status, replayedNote(resp.Replayed), resp.Body)
+			lab.Reply(resp, "attempt %d: %d%s %s", attempt, resp.Status, replayedNote(resp.Replayed), resp.Body)
 			break
 		}
 		return lab.Balances(ctx, "")

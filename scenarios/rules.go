@@ -26,7 +26,7 @@ var Rules = &Scenario{
 			user  int64
 			body  string
 		}{
-			{"ok", 1, `{"from": 1, "to": 2, "amountKobo": 1000000}`},
+			{"ok", 1, adaPaysBola},
 			{"not your account", 2, `{"from": 1, "to": 2, "amountKobo": 100}`},
 			{"frozen sender", 3, `{"from": 3, "to": 1, "amountKobo": 100}`},
 			{"frozen recipient", 1, `{"from": 1, "to": 3, "amountKobo": 100}`},
@@ -48,7 +48,7 @@ var Rules = &Scenario{
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.label, err)
 			}
-			lab.Reply(o.Status, false, o.Body(), "%-18s %d %s", r.label, o.Status, o.Label())
+			lab.Reply(outcome(o), "%-18s %d %s", r.label, o.Status, o.Label())
 		}
 		return lab.Balances(ctx, "")
 	},

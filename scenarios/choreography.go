@@ -1,0 +1,111 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// Choreography for the lessons about concurrency: a request held at an
+// exact point of its work (a hook), so that what happens meanwhile is the
+// same on every run. Nothing here sleeps to wait for anything.
+
+// held is a request stopped at a hook, running in the background.
+type held struct {
+	hook    *func(context.Context)
+	release chan struct{}
+	done    chan struct{}
+	resp    idem.Response
+	err     error
+}
+
+// hold starts send in the background and returns once it has reached the
+// hook; until finish, it waits there.
+func hold(hook *func(context.Context), send func() (idem.Response, error)) *held {
+	h := &held{hook: hook, release: make(chan struct{}), done: make(chan struct{})}
+	reached := make(chan struct{})
+	*hook = func(context.Context) { close(reached); <-h.release }
+	go func() {
+		defer close(h.done)
+		h.resp, h.err = send()
+	}()
+	select {
+	case <-reached:
+	case <-h.done: // it ended without reaching the hook: finish says how
+	}
+	return h
+}
+
+// finish lets the held request go on, waits for its answer, and takes the
+// hook away again.
+func (h *held) finish() (idem.Response, error) {
+	close(h.release)
+	<-h.done
+	*h.hook = nil
+	return h.resp, h.err
+}
+
+// storm sends copies of one call through h at once. The copy that wins
+// the key is held just before it stores its answer until every other copy
+// has its own, so the counts do not depend on timing. It returns the
+// answers counted, in a fixed order: "201 ok x1, 409 request_in_progress x49".
+func storm(ctx context.Context, h *api.Transfers, call api.Call, copies int) (string, error) {
+	answered := make(chan struct{}, copies)
+	h.Hooks.BeforeStore = func(context.Context) {
+		timeout := time.After(30 * time.Second)
+		for i := 0; i < copies-1; i++ {
+			select {
+			case <-answered:
+			case <-timeout:
+				return // a copy is missing: the checks will say so
+			}
+		}
+	}
+	defer func() { h.Hooks.BeforeStore = nil }()
+	answers := make(chan string, copies)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []error
+	for i := 0; i < copies; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := h.Handle(ctx, call)
+			if err != nil {
+				mu.Lock()
+				failures = append(failures, err)
+				mu.Unlock()
+			}
+			answers <- fmt.Sprintf("%d %s", r.Status, errorOrOK(r.Body))
+			answered <- struct{}{}
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	return tally(answers), errors.Join(failures...)
+}
+
+// tally counts answers, in a fixed order.
+func tally(answers <-chan string) string {
+	counts := map[string]int{}
+	for a := range answers {
+		counts[a]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s x%d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
