@@ -11,8 +11,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,35 +80,6 @@ type noKeys struct{ db idem.DB }
 
 func (n noKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
 	return transferOnce(ctx, n.db, c)
-}
-
-// memoryKeys keeps keys in a map in this process: gone when the process
-// restarts, and invisible to the other copies of the server.
-type memoryKeys struct {
-	db   idem.DB
-	mu   sync.Mutex
-	seen map[string]idem.Response
-}
-
-func (m *memoryKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
-	id := fmt.Sprint(c.UserID, "/", c.Key)
-	m.mu.Lock()
-	prev, ok := m.seen[id]
-	m.mu.Unlock()
-	if ok {
-		prev.Replayed = true
-		return prev, nil
-	}
-	resp, err := transferOnce(ctx, m.db, c)
-	if err == nil {
-		m.mu.Lock()
-		if m.seen == nil {
-			m.seen = map[string]idem.Response{}
-		}
-		m.seen[id] = resp
-		m.mu.Unlock()
-	}
-	return resp, err
 }
 
 // keyMistake is the rule storedKeys gets wrong.

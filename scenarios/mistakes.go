@@ -2,9 +2,13 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"io"
+	"time"
 
+	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/idem"
 )
 
 // Mistake is one row of the lesson's table of mistakes: the same steps run
@@ -94,4 +98,46 @@ func RunMistake(ctx context.Context, cluster *pgserver.Cluster, m *Mistake, w io
 	}
 	newPrinter(w, &Scenario{Name: m.Name}, o).sideBySide(v)
 	return v, nil
+}
+
+// crashStory: server A's session is killed at the hook's point; then a
+// retry arrives at each of the times given. The broken half uses the
+// leaky store with the mistake, the fixed half the real one.
+func crashStory(mistake lockMistake, step string, at func(crash func(context.Context)) api.Hooks, retries ...time.Duration) func(context.Context, *Lab, bool) error {
+	return func(ctx context.Context, lab *Lab, broken bool) error {
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
+		server, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		hooks := at(func(ctx context.Context) { lab.Kill(ctx, server) })
+		keys := &idem.Store{LockTTL: 30 * time.Second}
+		var first, retry api.Handler = &api.Transfers{DB: server, Keys: keys, Hooks: hooks}, &api.Transfers{DB: lab.DB, Keys: keys}
+		if broken {
+			first = &leakyStore{db: server, mistake: mistake, ttl: 30 * time.Second, hooks: hooks}
+			retry = &leakyStore{db: lab.DB, mistake: mistake, ttl: 30 * time.Second}
+		}
+		lab.Step(step)
+		return crashThenRetry(ctx, lab, first, retry, retries...)
+	}
+}
+
+// crashThenRetry: the first delivery dies at its hook; retries follow at
+// the given times after it.
+func crashThenRetry(ctx context.Context, lab *Lab, first, retry api.Handler, at ...time.Duration) error {
+	body := []byte(adaPaysBola)
+	const key = "crash-demo-00000000001"
+	_, err := first.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
+	if err == nil {
+		return errors.New("the first delivery should have crashed")
+	}
+	lab.Say("server A claimed the key and crashed")
+	for _, d := range at {
+		r, err := retry.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(d)})
+		if err != nil {
+			return err
+		}
+		lab.Reply(r, "retry after %s: %d %s%s", human(d), r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+	}
+	return lab.Balances(ctx, "")
 }

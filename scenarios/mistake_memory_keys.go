@@ -1,0 +1,113 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// MemoryKeys: keys kept in a map inside the server process. Played with
+// real bank serve processes: the server restarts between two attempts,
+// and then two copies of the server share one database while the retry
+// lands on the other copy. Either way the key is not there.
+var MemoryKeys = &Mistake{
+	Name:    "memory-keys",
+	Summary: "keys in a map in memory",
+	Happens: "lost on restart, and not shared with the other copies of the server",
+	Fix:     "keys in PostgreSQL, shared by every copy of the server and kept across restarts",
+	Explain: map[string]string{
+		"the server restarts":      "bank serve loses the first response; during the client's backoff the server restarts.",
+		"two copies of the server": "Two bank serve processes on two ports share the bank; the retry goes to the other one.",
+	},
+	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+		mode := []string{}
+		if broken {
+			mode = []string{"--break", "memory-keys"} // BROKEN ON PURPOSE
+		}
+		lab.Intent("Ada's ₦10,000 tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
+		lab.Intent("Ada's ₦5,000 tap", 1, 2, 500_000, 1).BrokenIf(broken)
+
+		lab.Step("the server restarts")
+		first, err := lab.Serve(ctx, append(mode, "--lose-responses", "1")...)
+		if err != nil {
+			return err
+		}
+		app := appClient(lab, first.Addr)
+		app.Sleep = func(ctx context.Context, d time.Duration) error {
+			port := first.Addr[len("http://127.0.0.1:"):]
+			if err := first.Stop(); err != nil && !isSignal(err) {
+				return err
+			}
+			second, err := lab.Serve(ctx, append(mode, "--addr", "127.0.0.1:"+port)...)
+			if err != nil {
+				return err
+			}
+			first = second
+			lab.Say("the server restarted")
+			return nil
+		}
+		if err := sendAndShow(ctx, lab, app, adaPaysBola); err != nil {
+			return err
+		}
+
+		lab.Step("two copies of the server")
+		one, err := lab.Serve(ctx, append(mode, "--lose-responses", "1")...)
+		if err != nil {
+			return err
+		}
+		two, err := lab.Serve(ctx, mode...)
+		if err != nil {
+			return err
+		}
+		app = appClient(lab, one.Addr)
+		app.Sleep = func(context.Context, time.Duration) error {
+			app.BaseURL = two.Addr
+			lab.Say("the load balancer sends the retry to the other copy")
+			return nil
+		}
+		if err := sendAndShow(ctx, lab, app, `{"from": 1, "to": 2, "amountKobo": 500000}`); err != nil {
+			return err
+		}
+		return lab.Balances(ctx, "")
+	},
+}
+
+func isSignal(err error) bool {
+	var exit interface{ ExitCode() int }
+	return errors.As(err, &exit)
+}
+
+// memoryKeys is BROKEN ON PURPOSE (also behind bank serve --break
+// memory-keys): it keeps keys in a map in this process: gone when the process
+// restarts, and invisible to the other copies of the server.
+type memoryKeys struct {
+	db   idem.DB
+	mu   sync.Mutex
+	seen map[string]idem.Response
+}
+
+func (m *memoryKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	id := fmt.Sprint(c.UserID, "/", c.Key)
+	m.mu.Lock()
+	prev, ok := m.seen[id]
+	m.mu.Unlock()
+	if ok {
+		prev.Replayed = true
+		return prev, nil
+	}
+	resp, err := transferOnce(ctx, m.db, c)
+	if err == nil {
+		m.mu.Lock()
+		if m.seen == nil {
+			m.seen = map[string]idem.Response{}
+		}
+		m.seen[id] = resp
+		m.mu.Unlock()
+	}
+	return resp, err
+}

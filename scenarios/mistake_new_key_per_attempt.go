@@ -1,0 +1,38 @@
+package scenarios
+
+import (
+	"context"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// NewKeyPerAttempt: the client makes a new key for every attempt, so every
+// retry looks new to the server, exactly as if there were no keys.
+var NewKeyPerAttempt = &Mistake{
+	Name:    "new-key-per-attempt",
+	Summary: "a new key for every attempt",
+	Happens: "every retry looks new; a lost response leads to two transfers",
+	Fix:     "one key per intent, made before the first attempt and reused on every retry",
+	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
+		h := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		lab.Step("a lost response, then a retry")
+		key := newKey(lab)
+		for attempt := 1; attempt <= 2; attempt++ {
+			if broken {
+				key = newKey(lab) // BROKEN ON PURPOSE: the key is made per attempt
+			}
+			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: key, Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
+			if err != nil {
+				return err
+			}
+			if attempt == 1 {
+				lab.Say("attempt 1: %v", errLostResponse)
+				continue
+			}
+			lab.Reply(r, "attempt 2: %d %s%s", r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+		}
+		return lab.Balances(ctx, "")
+	},
+}

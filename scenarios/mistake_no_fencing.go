@@ -1,0 +1,52 @@
+package scenarios
+
+import (
+	"context"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// NoFencing: the lock expires, a retry takes the key over and transfers;
+// then the first server, only slow, finishes too. Without a fencing token
+// nothing stops it, and both transfers commit.
+var NoFencing = &Mistake{
+	Name:    "no-fencing",
+	Summary: "a lock expiry but no fencing token",
+	Happens: "a slow server and the retry that took over both commit their transfer",
+	Fix:     "storing the response needs the current lock id; the slow server's transaction rolls back",
+	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
+		body := []byte(adaPaysBola)
+		const key = "crash-demo-00000000001"
+		claimed, wake := make(chan struct{}), make(chan struct{})
+		slow := api.Hooks{AfterClaim: func(context.Context) { close(claimed); <-wake }}
+		keys := &idem.Store{LockTTL: 30 * time.Second}
+		var a, b api.Handler = &api.Transfers{DB: lab.DB, Keys: keys, Hooks: slow}, &api.Transfers{DB: lab.DB, Keys: keys}
+		if broken {
+			a = &leakyStore{db: lab.DB, mistake: noFencing, ttl: 30 * time.Second, hooks: slow}
+			b = &leakyStore{db: lab.DB, mistake: noFencing, ttl: 30 * time.Second}
+		}
+		lab.Step("a slow server and a takeover")
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
+			done <- err
+		}()
+		<-claimed
+		lab.Say("server A claimed the key and went quiet")
+		r, err := b.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(31 * time.Second)})
+		if err != nil {
+			return err
+		}
+		lab.Reply(r, "retry after 31 s: %d %s", r.Status, transferLabel(r.Body))
+		close(wake)
+		if err := <-done; err != nil {
+			lab.Say("server A wakes up: %v", err)
+		} else {
+			lab.Say("server A wakes up: its transfer committed too")
+		}
+		return lab.Balances(ctx, "")
+	},
+}

@@ -1,0 +1,40 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// NoFingerprint: the key is reused with a different amount, and the
+// server, not comparing requests, replays the first answer: the app is
+// told a ₦50,000 transfer succeeded when none was made.
+var NoFingerprint = &Mistake{
+	Name:    "no-fingerprint",
+	Summary: "ignoring the request fingerprint",
+	Happens: "a key reused for a different amount is told the earlier transfer succeeded",
+	Fix:     "the request's fingerprint is stored with the key; a different request gets 422",
+	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+		lies := 0
+		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)
+		lab.Effect("a success reported for the ₦50,000 request", 0, func(context.Context) (int, error) { return lies, nil }).BrokenIf(broken)
+		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		if broken {
+			h = &storedKeys{db: lab.DB, mistake: noFingerprint}
+		}
+		lab.Step("one key, two amounts")
+		for _, body := range []string{adaPaysBola, `{"from": 1, "to": 2, "amountKobo": 5000000}`} {
+			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "tap-2026-09-24-0001", Body: []byte(body), Now: lab.Clock.Now()})
+			if err != nil {
+				return err
+			}
+			if strings.HasSuffix(body, ": 5000000}") && r.Status/100 == 2 {
+				lies++
+			}
+			lab.Reply(r, "%-42s %d%s %s", body, r.Status, replayedNote(r.Replayed), transferLabel(r.Body))
+		}
+		return lab.Balances(ctx, "")
+	},
+}

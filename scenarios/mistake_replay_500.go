@@ -1,0 +1,63 @@
+package scenarios
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// Replay500: a brief outage (Ada's account row held by a maintenance job
+// past the handler's lock timeout) makes the first delivery fail with
+// 500. Stored as the key's answer, the 500 comes back on every retry, long
+// after the outage is over.
+var Replay500 = &Mistake{
+	Name:    "replay-500",
+	Summary: "replaying stored 500s",
+	Happens: "a temporary outage becomes a permanent failure for that key",
+	Fix:     "an unexpected error releases the key; the retry runs and succeeds",
+	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
+		server, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := server.Exec(ctx, "SET lock_timeout = '200ms'"); err != nil {
+			return err
+		}
+		var h api.Handler = &api.Transfers{DB: server, Keys: &idem.Store{}}
+		if broken {
+			h = &storedKeys{db: server, mistake: replay500}
+		}
+		send := func(label string) error {
+			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "outage-key-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
+			if err != nil {
+				r = idem.Problem(http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
+			}
+			lab.Reply(r, "%s: %d %s%s", label, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+			return nil
+		}
+		lab.Step("a brief outage")
+		maintenance, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		tx, err := maintenance.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE"); err != nil {
+			return err
+		}
+		lab.Say("a maintenance job holds Ada's account row")
+		send("attempt 1")
+		if err := tx.Rollback(ctx); err != nil {
+			return err
+		}
+		lab.Say("the outage is over")
+		send("attempt 2")
+		send("attempt 3")
+		return lab.Balances(ctx, "")
+	},
+}

@@ -1,0 +1,23 @@
+package scenarios
+
+import (
+	"context"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+)
+
+// SecondTransaction: the transfer commits, then the response is stored in
+// a transaction of its own. The server crashes between the two commits:
+// the key still says "in progress", and once its lock expires the retry
+// takes it over and transfers again. In one transaction, the crash takes
+// the transfer down with it.
+var SecondTransaction = &Mistake{
+	Name:    "second-transaction",
+	Summary: "storing the response in a second transaction",
+	Happens: "a crash between the two commits leaves a done transfer with no stored response; the retry transfers again",
+	Fix:     "the transfer and the stored response commit in one transaction",
+	Steps: crashStory(secondTransaction, "a crash between the transfer and the stored response",
+		func(crash func(context.Context)) api.Hooks { return api.Hooks{BeforeStore: crash} },
+		10*time.Second, 31*time.Second),
+}

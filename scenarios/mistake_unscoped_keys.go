@@ -1,0 +1,39 @@
+package scenarios
+
+import (
+	"context"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// UnscopedKeys: keys stored without their user. Another user who happens
+// to send the same key string gets the first user's stored answer (her
+// transfer, her balance), and his own transfer never happens.
+var UnscopedKeys = &Mistake{
+	Name:    "unscoped-keys",
+	Summary: "keys not scoped to the user",
+	Happens: "another user sending the same key string gets the first user's stored response",
+	Fix:     "keys stored under (user, key): Bola's key is his own",
+	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)
+		lab.Intent("Bola's ₦1,000", 2, 1, 100_000, 1).BrokenIf(broken)
+		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		if broken {
+			h = &storedKeys{db: lab.DB, mistake: unscoped}
+		}
+		lab.Step("two users, one key string")
+		for _, c := range []struct {
+			who  string
+			user int64
+			body string
+		}{{"Ada", 1, adaPaysBola}, {"Bola", 2, `{"from": 2, "to": 1, "amountKobo": 100000}`}} {
+			r, err := h.Handle(ctx, api.Call{UserID: c.user, Key: "tap-2026-09-24-0001", Body: []byte(c.body), Now: lab.Clock.Now()})
+			if err != nil {
+				return err
+			}
+			lab.Reply(r, "%s sends key tap-2026-09-24-0001: %d%s %s", c.who, r.Status, replayedNote(r.Replayed), r.Body)
+		}
+		return lab.Balances(ctx, "")
+	},
+}
