@@ -225,8 +225,9 @@ type Options struct {
 	Explain bool
 	JSON    bool
 	Color   bool
-	// Pause, if set, waits for the learner before each step (--step).
-	Pause func()
+	// Pause, if set, waits for the learner before each step (--step); it
+	// is told the step that comes next.
+	Pause func(next string)
 	// Keep leaves the scenario's database in place; its name is passed to
 	// Kept.
 	Keep bool

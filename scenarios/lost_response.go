@@ -22,12 +22,12 @@ var LostResponse = &Scenario{
 first response is then lost. To the phone a lost response, a request that
 never arrived and one that failed all look the same.
 
- phone                          server                      database
-   |  POST /transfers  ------->   |                              |
-   |                              |  BEGIN ... COMMIT  -------->  |  N10,000 moved
-   |  x <---- 201 lost in tunnel  |                              |
-   |  POST /transfers (retry) --> |  BEGIN ... COMMIT  -------->  |  N10,000 moved again
-   |  <---------------- 201       |                              |`,
+ phone                       server                         database
+   |  POST /transfers  ------->   |                               |
+   |                              |  BEGIN ... COMMIT  -------->  |  ₦10,000 moved
+   |  x <---- 201 lost in tunnel  |                               |
+   |  POST /transfers (retry) --> |  BEGIN ... COMMIT  -------->  |  ₦10,000 moved again
+   |  <---------------- 201       |                               |`,
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).ShownBroken()

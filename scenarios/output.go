@@ -72,7 +72,7 @@ func (p *textPrinter) begin() {
 
 func (p *textPrinter) step(title string) {
 	if p.o.Pause != nil {
-		p.o.Pause()
+		p.o.Pause(title)
 	}
 	if !p.o.Explain {
 		return

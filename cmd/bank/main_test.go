@@ -68,6 +68,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"scenario"}, "name one scenario"},
 		{[]string{"scenario", "nosuch"}, "naive, atomic, rules, lost-response, retry-safe, key-misuse, concurrent, crash, http"},
 		{[]string{"scenario", "naive", "extra"}, "name one scenario"},
+		{[]string{"scenario", "crsh"}, `unknown scenario "crsh" (did you mean crash?)`},
+		{[]string{"mistake", "no-fence"}, "(did you mean no-fencing?)"},
+		{[]string{"mistak", "all"}, `unknown command "mistak" (did you mean mistake?)`},
 		{[]string{"scenario", "naive", "--color=sometimes"}, "--color must be auto, always or never"},
 		{[]string{"scenario", "all", "--keep"}, "--keep works with one scenario"},
 		{[]string{"--pg-port", "x", "scenario", "naive"}, "invalid argument"},
@@ -83,6 +86,32 @@ func TestUsageErrors(t *testing.T) {
 		if r.stdout != "" {
 			t.Errorf("%v printed to stdout: %q", c.args, r.stdout)
 		}
+	}
+}
+
+// TestHelpListsTheNames: bank scenario --help and bank mistake --help
+// list every name with its summary.
+func TestHelpListsTheNames(t *testing.T) {
+	r := cli(t, nil, "scenario", "--help")
+	for _, sc := range scenarios.All {
+		if !strings.Contains(r.stdout, "  "+sc.Name+" ") || !strings.Contains(r.stdout, sc.Summary) {
+			t.Errorf("scenario --help lacks %s", sc.Name)
+		}
+	}
+	r = cli(t, nil, "mistake", "--help")
+	for _, m := range scenarios.Mistakes {
+		if !strings.Contains(r.stdout, "  "+m.Name+" ") {
+			t.Errorf("mistake --help lacks %s", m.Name)
+		}
+	}
+}
+
+// TestStepWithoutATerminal: --step in a pipe says once that it runs
+// straight through, and the transcript is unchanged.
+func TestStepWithoutATerminal(t *testing.T) {
+	r := cli(t, nil, "scenario", "naive", "--step")
+	if r.code != 0 || strings.Count(r.stderr, "running straight through") != 1 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

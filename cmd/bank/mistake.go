@@ -24,7 +24,10 @@ Exit status: 0 when the mistake did its damage and the fix held, 1 when not,
 2 for a bad command line, 3 when PostgreSQL could not be started or reached.`,
 		Example: `  bank mistake list
   bank mistake no-fencing
-  bank mistake all`,
+  bank mistake all
+
+The mistakes, in the order of the lesson's table:
+` + entryTable(mistakeEntries()),
 		ValidArgsFunction: completeNames("mistake", mistakeEntries()),
 		Args:              oneName("mistake", mistakeEntries()),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -81,7 +81,7 @@ or one fetched by embedded-postgres) unless you give --database-url.`,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q; commands: %s (see bank --help)", args[0], strings.Join(commandNames(cmd), ", "))
+				return usagef("unknown command %q%s; commands: %s (see bank --help)", args[0], didYouMean(args[0], commandNames(cmd)), strings.Join(commandNames(cmd), ", "))
 			}
 			return nil
 		},

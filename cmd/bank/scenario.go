@@ -32,7 +32,10 @@ failure scenario whose failure happened), 1 when it did not, 2 for a bad
 command line, 3 when PostgreSQL could not be started or reached.`,
 		Example: `  bank scenario list
   bank scenario crash --explain
-  bank scenario all --no-color`,
+  bank scenario all --no-color
+
+The scenarios, in the lesson's order:
+` + entryTable(scenarioEntries()),
 		ValidArgsFunction: completeNames("scenario", scenarioEntries()),
 		Args:              oneName("scenario", scenarioEntries()),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,12 +66,16 @@ func (a *app) showOptions(f scenarioFlags) (scenarios.Options, error) {
 		return scenarios.Options{}, err
 	}
 	o := scenarios.Options{Explain: f.explain, JSON: f.json, Color: color && !f.json, Keep: f.keep}
-	if f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out) {
+	switch {
+	case f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out):
 		in := bufio.NewReader(a.io.In)
-		o.Pause = func() {
-			fmt.Fprint(a.io.Out, "  [Enter] next step ")
+		o.Pause = func(next string) {
+			fmt.Fprintf(a.io.Out, "  [Enter] next step: %s ", next)
 			_, _ = in.ReadString('\n')
 		}
+	case f.step:
+		// Said once, on stderr: the transcript itself stays as it is.
+		fmt.Fprintln(a.io.Err, "bank: --step waits for Enter only on a terminal; running straight through")
 	}
 	return o, nil
 }
@@ -197,8 +204,17 @@ func oneName(kind string, entries []entry) cobra.PositionalArgs {
 			return usagef("name one %s, or list or all: %s", kind, strings.Join(names, ", "))
 		}
 		if !slices.Contains(names, args[0]) && args[0] != "list" && args[0] != "all" {
-			return usagef("unknown %s %q; choose one of %s, or list, or all", kind, args[0], strings.Join(names, ", "))
+			return usagef("unknown %s %q%s; choose one of %s, or list, or all", kind, args[0], didYouMean(args[0], append(names, "list", "all")), strings.Join(names, ", "))
 		}
 		return nil
 	}
+}
+
+// entryTable lists names with their one-line summaries, for --help.
+func entryTable(entries []entry) string {
+	var b strings.Builder
+	for _, e := range entries {
+		fmt.Fprintf(&b, "  %-20s %s\n", e.name, e.summary)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
