@@ -12,9 +12,10 @@ import (
 // transaction. The foreign key still fails, and the rollback undoes the
 // debit with it: all or nothing, the A in ACID.
 var Atomic = &Scenario{
-	Name:    "atomic",
-	Summary: "the same three statements in one transaction: the failure undoes the debit",
-	Section: "Partial failure",
+	Name:     "atomic",
+	Summary:  "the same three statements in one transaction: the failure undoes the debit",
+	Section:  "Partial failure",
+	Prevents: "the vanished ₦10,000 of bank scenario naive",
 	Explain: map[string]string{
 		"one transaction": "BEGIN; debit; credit account 99; record the transfer; COMMIT.\nAny error rolls back every statement since BEGIN.",
 	},

@@ -16,9 +16,10 @@ import (
 // the interleaving is the same on every run. Then a storm: 50 copies of
 // one intent at once, and exactly one transfer.
 var Concurrent = &Scenario{
-	Name:    "concurrent",
-	Summary: "a double tap and a storm of 50 copies: one claims the key, the rest get 409, money moves once",
-	Section: "Two copies at the same moment",
+	Name:     "concurrent",
+	Summary:  "a double tap and a storm of 50 copies: one claims the key, the rest get 409, money moves once",
+	Section:  "Two copies at the same moment",
+	Prevents: "a double tap moving money twice: only one copy can claim the key",
 	Explain: map[string]string{
 		"a double tap": "Only one INSERT of (user, key) can succeed. The first copy is held after its transfer,\nbefore its commit; the second finds the key in progress and is told to retry.",
 		"a storm":      "50 copies start together. The one that claims the key is held until the other 49 have\ntheir answer, so the counts below do not depend on timing.",

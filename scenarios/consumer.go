@@ -21,6 +21,7 @@ var Consumer = &Scenario{
 	Name:    "consumer",
 	Summary: "a queue redelivers an event after the consumer crashed before acknowledging it",
 	Section: "Event consumers: processed_events in the effect's transaction",
+	Fix:     "the safe part above: processed_events written in the effect's transaction",
 	Explain: map[string]string{
 		"broken: no record of processed events": "The consumer commits the points, then crashes before acknowledging the message.",
 		"safe: processed_events":                "The event id is recorded in the transaction that gives the points.",

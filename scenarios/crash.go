@@ -20,9 +20,10 @@ import (
 // refuses it and A's whole transaction rolls back. The clock is moved by
 // hand, as in the lesson.
 var Crash = &Scenario{
-	Name:    "crash",
-	Summary: "a server goes silent holding the key; a retry takes over; the fencing token stops the late one",
-	Section: "A server that crashes, and one that is only slow",
+	Name:     "crash",
+	Summary:  "a server goes silent holding the key; a retry takes over; the fencing token stops the late one",
+	Section:  "A server that crashes, and one that is only slow",
+	Prevents: "bank mistake no-lock-expiry and bank mistake no-fencing",
 	Explain: map[string]string{
 		"server A claims the key": "Server A is a session of its own. It claims the key at 0 s (lock valid until 30 s)\nand stops inside its transaction, before the transfer.",
 		"retry after 10 s":        "The lock is still valid: A may only be slow. The retry must not start a second transfer.",

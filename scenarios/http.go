@@ -20,9 +20,10 @@ import (
 // every run. The backoff waits are real values from a seeded jitter, spent
 // on the lab's clock instead of the wall clock.
 var HTTP = &Scenario{
-	Name:    "http",
-	Summary: "over real HTTP: the server drops the first response, the client retries with its key",
-	Section: "Over HTTP, with a retrying client",
+	Name:     "http",
+	Summary:  "over real HTTP: the server drops the first response, the client retries with its key",
+	Section:  "Over HTTP, with a retrying client",
+	Prevents: "bank scenario lost-response, over real HTTP with a retrying client",
 	Explain: map[string]string{
 		"send over HTTP": "POST /transfers with Authorization: Bearer token-ada and an Idempotency-Key header.\nThe client retries network errors, 5xx, 409 and 429 with backoff and jitter, and nothing else.",
 	},

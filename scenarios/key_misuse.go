@@ -14,9 +14,10 @@ import (
 // his own; no key at all is refused; and a refusal is an answer, stored
 // and replayed like a success.
 var KeyMisuse = &Scenario{
-	Name:    "key-misuse",
-	Summary: "reordered JSON, a reused key, another user's key, no key, a replayed refusal",
-	Section: "Misuse: a reused key, another user, no key",
+	Name:     "key-misuse",
+	Summary:  "reordered JSON, a reused key, another user's key, no key, a replayed refusal",
+	Section:  "Misuse: a reused key, another user, no key",
+	Prevents: "bank mistake no-fingerprint and bank mistake unscoped-keys",
 	Explain: map[string]string{
 		"misuse": "The fingerprint is a hash of the canonical request (keys sorted), stored with the key.\nKeys are stored per user: (user_id, key) is the primary key.",
 	},

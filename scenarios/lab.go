@@ -30,6 +30,13 @@ type Scenario struct {
 	// Explain is said before each step with --explain, keyed by step title.
 	Explain map[string]string
 	Run     func(ctx context.Context, lab *Lab) error
+
+	// What the verdict points to: for a lesson that shows a failure, where
+	// its fix is shown; for one that shows a fix, the failure it prevents.
+	Fix, Prevents string
+	// Blind says, for a check that holds although the lesson's failure
+	// happened, why that check cannot see it.
+	Blind map[Check]string
 }
 
 // Check is one invariant the lab verifies after every scenario.

@@ -17,6 +17,11 @@ var LostResponse = &Scenario{
 	Name:    "lost-response",
 	Summary: "the response is lost, the client retries, and one tap moves ₦20,000",
 	Section: "The response that never arrives",
+	Fix:     "bank scenario retry-safe (one idempotency key per intent)",
+	Blind: map[Check]string{
+		TotalKept:    "a transfer made twice still conserves money",
+		LedgerAgrees: "both transfers are recorded, so the books agree",
+	},
 	Explain: map[string]string{
 		"retry after a lost response": `The "network" delivers each attempt to the server, which commits; the
 first response is then lost. To the phone a lost response, a request that

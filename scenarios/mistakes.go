@@ -81,10 +81,12 @@ func RunMistake(ctx context.Context, cluster *pgserver.Cluster, m *Mistake, w io
 	var err error
 	for _, broken := range []bool{true, false} {
 		name, summary := m.Name+", broken", m.Summary+": "+m.Happens
+		fix, prevents := "the fixed half below", ""
 		if !broken {
 			name, summary = m.Name+", fixed", m.Fix
+			fix, prevents = "", "the damage of the broken half above"
 		}
-		sc := &Scenario{Name: name, Summary: summary, Explain: m.Explain,
+		sc := &Scenario{Name: name, Summary: summary, Explain: m.Explain, Fix: fix, Prevents: prevents,
 			Run: func(ctx context.Context, lab *Lab) error { return m.Steps(ctx, lab, broken) }}
 		var half Verdict
 		if half, err = Run(ctx, cluster, sc, w, o); err != nil {

@@ -16,6 +16,7 @@ var Naive = &Scenario{
 	Name:    "naive",
 	Summary: "three statements and no transaction: a failed transfer loses ₦10,000",
 	Section: "Partial failure",
+	Fix:     "bank scenario atomic (the same three statements in one transaction)",
 	Breaks:  []Check{TotalKept, LedgerAgrees},
 	Explain: map[string]string{
 		"three statements": "Debit Ada, credit account 99 (a typo: it does not exist), record the transfer.\nEach statement commits on its own.",

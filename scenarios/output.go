@@ -75,6 +75,11 @@ func (p *textPrinter) step(title string) {
 		p.o.Pause(title)
 	}
 	if !p.o.Explain {
+		// A lesson in halves names each half, so that a reader can tell the
+		// broken way from the safe one.
+		if strings.HasPrefix(title, "broken: ") || strings.HasPrefix(title, "safe: ") {
+			fmt.Fprintf(p.w, "%s\n", p.title.Sprint("» "+title))
+		}
 		return
 	}
 	fmt.Fprintf(p.w, "%s\n", p.title.Sprint("» "+title))
@@ -106,6 +111,9 @@ func (p *textPrinter) verdict(v Verdict) {
 		line := fmt.Sprintf("  %s  %s%s", mark, name, strings.Repeat(" ", max(0, 30-utf8.RuneCountInString(name))))
 		if r.Detail != "" {
 			line += "  " + r.Detail
+		}
+		if blind := p.sc.Blind[r.Check]; r.Holds && blind != "" && v.ShowsBreak {
+			line += "  " + p.dim.Sprint("(blind to this failure: "+blind+")")
 		}
 		fmt.Fprintln(p.w, strings.TrimRight(line, " "))
 	}
@@ -144,9 +152,17 @@ func (p *textPrinter) verdictLine(v Verdict) string {
 		if broken(v) > 1 {
 			what = "the breaks above are"
 		}
-		return p.expected.Sprint("verdict: reproduced") + " - " + what + " the failure this lesson demonstrates"
+		line := p.expected.Sprint("verdict: failure reproduced") + " - " + what + " the failure this lesson demonstrates"
+		if p.sc.Fix != "" {
+			line += "; the fix: " + p.sc.Fix
+		}
+		return line
 	default:
-		return p.good.Sprint("verdict: reproduced") + " - every invariant held, as the lesson teaches"
+		line := p.good.Sprint("verdict: fix held") + " - every invariant held, as the lesson teaches"
+		if p.sc.Prevents != "" {
+			line += "; it prevents " + p.sc.Prevents
+		}
+		return line
 	}
 }
 

@@ -21,6 +21,7 @@ var Rails = &Scenario{
 	Name:    "rails",
 	Summary: "a payout to another bank times out after the rail accepted it: a new reference pays twice",
 	Section: "Outbound to rails: one reference per attempt family",
+	Fix:     "the safe part above: one reference per payout, and a status enquiry before retrying",
 	Explain: map[string]string{
 		"broken: a new reference per retry":     "The rail pays, then its answer is lost. The retry carries a fresh reference.",
 		"safe: one reference, a status enquiry": "The reference is stored with the payout before the first call. After a timeout the bank asks\nthe rail whether it has that reference, and retries only if it has not.",

@@ -14,9 +14,10 @@ import (
 // id included. The body comes back as PostgreSQL's jsonb keeps it, with
 // its own key order (to, from, amountKobo, ...), as the lesson points out.
 var RetrySafe = &Scenario{
-	Name:    "retry-safe",
-	Summary: "the same lost response with an idempotency key: the retry is replayed, money moves once",
-	Section: "The lost response, again",
+	Name:     "retry-safe",
+	Summary:  "the same lost response with an idempotency key: the retry is replayed, money moves once",
+	Section:  "The lost response, again",
+	Prevents: "the second ₦10,000 of bank scenario lost-response",
 	Explain: map[string]string{
 		"retry with one key": "The key is made once per intent, outside the retry loop.\nThe server stores the response with the transfer, in the same transaction, and replays it.",
 	},

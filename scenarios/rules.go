@@ -14,9 +14,10 @@ import (
 // recipient, too little money, and half a kobo. Each request gets its own
 // transaction. One goes through; six are refused, each for its own reason.
 var Rules = &Scenario{
-	Name:    "rules",
-	Summary: "the correct transfer against every rule: one succeeds, six are refused",
-	Section: "The transfer, done properly",
+	Name:     "rules",
+	Summary:  "the correct transfer against every rule: one succeeds, six are refused",
+	Section:  "The transfer, done properly",
+	Prevents: "transfers the lesson's rules forbid: each refusal is an answer, not a crash",
 	Explain: map[string]string{
 		"seven requests": "Each request runs bank.Transfer in its own transaction.\nRefusals are answers (status and code), not errors: nothing is written before the checks pass.",
 	},

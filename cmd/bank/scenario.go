@@ -156,9 +156,9 @@ func verdictWord(v scenarios.Verdict) string {
 	case !v.Reproduced:
 		return "NOT reproduced"
 	case v.ShowsBreak:
-		return "reproduced (break shown)"
+		return "failure reproduced"
 	}
-	return "reproduced (holds)"
+	return "fix held"
 }
 
 func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Database) {
