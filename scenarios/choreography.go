@@ -19,7 +19,6 @@ import (
 
 // held is a request stopped at a hook, running in the background.
 type held struct {
-	hook    *func(context.Context)
 	release chan struct{}
 	done    chan struct{}
 	resp    idem.Response
@@ -27,11 +26,13 @@ type held struct {
 }
 
 // hold starts send in the background and returns once it has reached the
-// hook; until finish, it waits there.
+// hook; until finish, it waits there. The hook stops only the first
+// request that reaches it: copies that come later pass through.
 func hold(hook *func(context.Context), send func() (idem.Response, error)) *held {
-	h := &held{hook: hook, release: make(chan struct{}), done: make(chan struct{})}
+	h := &held{release: make(chan struct{}), done: make(chan struct{})}
 	reached := make(chan struct{})
-	*hook = func(context.Context) { close(reached); <-h.release }
+	var once sync.Once
+	*hook = func(context.Context) { once.Do(func() { close(reached); <-h.release }) }
 	go func() {
 		defer close(h.done)
 		h.resp, h.err = send()
@@ -43,13 +44,25 @@ func hold(hook *func(context.Context), send func() (idem.Response, error)) *held
 	return h
 }
 
-// finish lets the held request go on, waits for its answer, and takes the
-// hook away again.
+// finish lets the held request go on and waits for its answer.
 func (h *held) finish() (idem.Response, error) {
 	close(h.release)
 	<-h.done
-	*h.hook = nil
 	return h.resp, h.err
+}
+
+// oneAtATime serves one request at a time, as the lesson's database
+// (PGlite) does: it runs one query at a time and holds every other back
+// while a transaction is open.
+type oneAtATime struct {
+	mu sync.Mutex
+	h  api.Handler
+}
+
+func (o *oneAtATime) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.h.Handle(ctx, c)
 }
 
 // storm sends copies of one call through h at once. The copy that wins

@@ -8,37 +8,54 @@ import (
 	"github.com/zudojs/bank/idem"
 )
 
-// A double tap: two copies of one request at the same moment. On
-// PostgreSQL with a pool, the second copy looks at the key while the first
-// is still inside its transaction, finds it in progress and gets 409 with
-// Retry-After; a later retry gets the replay. The lab holds the first copy
-// inside its transaction with a hook until the second has its answer, so
-// the interleaving is the same on every run. Then a storm: 50 copies of
-// one intent at once, and exactly one transfer.
+// A double tap: two copies of one request at the same moment, first on a
+// database like the lesson's, which runs one query at a time: the second
+// copy waits until the first has committed, then finds the key completed
+// and gets the stored answer. Then on PostgreSQL with a pool, where the
+// second copy looks at the key while the first is still inside its
+// transaction, finds it in progress and gets 409 with Retry-After; a later
+// retry gets the replay. The lab holds the first copy inside its
+// transaction with a hook until the second has been sent, so the
+// interleaving is the same on every run. Then a storm: 50 copies of one
+// intent at once, and exactly one transfer.
 var Concurrent = &Scenario{
 	Name:     "concurrent",
 	Summary:  "a double tap and a storm of 50 copies: one claims the key, the rest get 409, money moves once",
 	Section:  "Two copies at the same moment",
 	Prevents: "a double tap moving money twice: only one copy can claim the key",
 	Explain: map[string]string{
-		"a double tap": "Only one INSERT of (user, key) can succeed. The first copy is held after its transfer,\nbefore its commit; the second finds the key in progress and is told to retry.",
-		"a storm":      "50 copies start together. The one that claims the key is held until the other 49 have\ntheir answer, so the counts below do not depend on timing.",
+		"the lesson's database, one query at a time: a double tap of ₦10,000": "The first copy is held after its transfer, before its commit. The second copy\ncannot even look at the key until the first has committed.",
+		"PostgreSQL with a pool: a double tap of ₦5,000":                      "Only one INSERT of (user, key) can succeed. The first copy is held after its transfer,\nbefore its commit; the second finds the key in progress and is told to retry.",
+		"a storm: 50 copies of one ₦1,000 transfer":                           "50 copies start together. The one that claims the key is held until the other 49 have\ntheir answer, so the counts below do not depend on timing.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
 		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
-		tap := api.Call{UserID: 1, Key: "double-tap-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
-		lab.Intent("the double tap", 1, 2, 1_000_000, 1)
+		lab.Intent("the double tap, one query at a time", 1, 2, 1_000_000, 1)
+		lab.Intent("the double tap of ₦5,000, with a pool", 1, 2, 500_000, 1)
 		lab.Intent("the storm's intent", 1, 2, 100_000, 1)
+		// double sends two copies of tap through h: the first is held
+		// inside its transaction while the second is sent.
+		double := func(tap api.Call, h api.Handler) (first, second idem.Response, err error) {
+			held := hold(&handler.Hooks.BeforeStore, func() (idem.Response, error) { return h.Handle(ctx, tap) })
+			var err2 error
+			sent := make(chan struct{})
+			go func() { defer close(sent); second, err2 = h.Handle(ctx, tap) }()
+			if _, serial := h.(*oneAtATime); !serial {
+				<-sent // with a pool, the second copy is answered while the first is held
+			}
+			first, err = held.finish()
+			<-sent // one query at a time: only now can the second copy run
+			return first, second, errors.Join(err, err2)
+		}
 
-		lab.Step("a double tap")
-		first := hold(&handler.Hooks.BeforeStore, func() (idem.Response, error) { return handler.Handle(ctx, tap) })
-		second, err := handler.Handle(ctx, tap)
-		r, ferr := first.finish()
-		if err := errors.Join(err, ferr); err != nil {
+		lab.Part("the lesson's database, one query at a time: a double tap of ₦10,000")
+		tap := api.Call{UserID: 1, Key: "double-tap-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
+		r, second, err := double(tap, &oneAtATime{h: handler})
+		if err != nil {
 			return err
 		}
 		lab.Reply(r, "first:  %d %s %s", r.Status, replayedWord(r.Replayed), errorOrOK(r.Body))
-		lab.Reply(second, "second: %d %s %s (Retry-After: %s)", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body), api.RetryAfter(second.Status))
+		lab.Reply(second, "second: %d %s %s", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body))
 		later, err := handler.Handle(ctx, tap)
 		if err != nil {
 			return err
@@ -48,7 +65,26 @@ var Concurrent = &Scenario{
 			return err
 		}
 
-		lab.Step("a storm")
+		lab.Part("PostgreSQL with a pool: a double tap of ₦5,000")
+		tap = api.Call{UserID: 1, Key: "double-tap-0000000002", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 500000}`), Now: lab.Clock.Now()}
+		r, second, err = double(tap, handler)
+		if err != nil {
+			return err
+		}
+		lab.Reply(r, "first:  %d %s %s", r.Status, replayedWord(r.Replayed), errorOrOK(r.Body))
+		lab.Reply(second, "second: %d %s %s (Retry-After: %s)", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body), api.RetryAfter(second.Status))
+		if later, err = handler.Handle(ctx, tap); err != nil {
+			return err
+		}
+		lab.Reply(later, "later:  %d %s", later.Status, replayedWord(later.Replayed))
+		lab.Say("why the second copies differ: the lesson's database could not look at the key until the first copy")
+		lab.Say("had committed; with a pool the second copy looks while the first is still inside its transaction")
+		handler.Hooks.BeforeStore = nil
+		if err := lab.Balances(ctx, ""); err != nil {
+			return err
+		}
+
+		lab.Part("a storm: 50 copies of one ₦1,000 transfer")
 		const copies = 50
 		call := api.Call{UserID: 1, Key: "storm-of-copies-0000001", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 100000}`), Now: lab.Clock.Now()}
 		counts, err := storm(ctx, handler, call, copies)

@@ -48,7 +48,7 @@ var Consumer = &Scenario{
 			})
 		}
 
-		lab.Step("broken: no record of processed events")
+		lab.Part("broken: no record of processed events")
 		lab.Intent("Ada's ₦10,000 transfer", 1, 2, 1_000_000, 1)
 		lab.Effect("Ada's 10 points for it", 1, points(1, 10)).ShownBroken()
 		if err := send(1, adaPaysBola); err != nil {
@@ -61,7 +61,7 @@ var Consumer = &Scenario{
 			return err
 		}
 
-		lab.Step("safe: processed_events")
+		lab.Part("safe: processed_events")
 		lab.Intent("Bola's ₦2,000 transfer", 2, 1, 200_000, 1)
 		lab.Effect("Bola's 2 points for it", 1, points(2, 2))
 		if err := send(2, `{"from": 2, "to": 1, "amountKobo": 200000}`); err != nil {

@@ -97,7 +97,11 @@ func (i *Intent) ShownBroken() *Intent { i.broken = true; return i }
 
 // Step starts a step of the lesson: with --explain its note is printed,
 // with --step the lab waits for Enter first.
-func (l *Lab) Step(title string) { l.step = title; l.out.step(title) }
+func (l *Lab) Step(title string) { l.step = title; l.out.step(title, false) }
+
+// Part starts a step that is one part of a lesson told in parts (the
+// broken way, the safe way): its title is printed in the transcript.
+func (l *Lab) Part(title string) { l.step = title; l.out.step(title, true) }
 
 // Say prints one line of the transcript.
 func (l *Lab) Say(format string, args ...any) { l.out.line(l.step, fmt.Sprintf(format, args...), nil) }

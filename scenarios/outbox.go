@@ -33,7 +33,7 @@ var Outbox = &Scenario{
 			return func(context.Context) (int, error) { return sms.Count(text), nil }
 		}
 
-		lab.Step("broken: send inside the transaction")
+		lab.Part("broken: send inside the transaction")
 		lab.Intent("the ₦10,000 transfer whose commit failed", 1, 2, 1_000_000, 0)
 		lab.Effect("the SMS for the failed ₦10,000 transfer", 0, delivered("Ada: You sent ₦10,000 to Bola")).ShownBroken()
 		app, err := lab.Session(ctx)
@@ -47,14 +47,14 @@ var Outbox = &Scenario{
 			return err
 		}
 
-		lab.Step("broken: send after the commit")
+		lab.Part("broken: send after the commit")
 		lab.Intent("the ₦2,000 transfer", 1, 2, 200_000, 1)
 		lab.Effect("the SMS for the ₦2,000 transfer", 1, delivered("Ada: You sent ₦2,000 to Bola")).ShownBroken()
 		if err := sendAfterCommit(ctx, lab); err != nil {
 			return err
 		}
 
-		lab.Step("safe: the outbox")
+		lab.Part("safe: the outbox")
 		lab.Intent("the ₦5,000 transfer", 1, 2, 500_000, 1)
 		lab.Effect("the SMS for the ₦5,000 transfer", 1, delivered("Ada: You sent ₦5,000 to Bola"))
 		err = pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {

@@ -24,7 +24,7 @@ type response struct {
 type printer interface {
 	sideBySide(v MistakeVerdict)
 	begin()
-	step(title string)
+	step(title string, part bool)
 	line(step, text string, r *response)
 	balances(step, label string, s bank.Snapshot)
 	verdict(v Verdict)
@@ -70,14 +70,14 @@ func (p *textPrinter) begin() {
 	fmt.Fprintf(p.w, "%s\n\n", p.title.Sprintf("== %s: %s", p.sc.Name, p.sc.Summary))
 }
 
-func (p *textPrinter) step(title string) {
+func (p *textPrinter) step(title string, part bool) {
 	if p.o.Pause != nil {
 		p.o.Pause(title)
 	}
 	if !p.o.Explain {
-		// A lesson in halves names each half, so that a reader can tell the
-		// broken way from the safe one.
-		if strings.HasPrefix(title, "broken: ") || strings.HasPrefix(title, "safe: ") {
+		// A lesson in parts names each part, so that a reader can tell,
+		// say, the broken way from the safe one.
+		if part {
 			fmt.Fprintf(p.w, "%s\n", p.title.Sprint("» "+title))
 		}
 		return
@@ -213,7 +213,7 @@ func (p *jsonPrinter) sideBySide(v MistakeVerdict) {
 
 func (p *jsonPrinter) begin() { p.emit(event{Type: "scenario", Text: p.sc.Summary}) }
 
-func (p *jsonPrinter) step(title string) { p.emit(event{Type: "step", Step: title}) }
+func (p *jsonPrinter) step(title string, _ bool) { p.emit(event{Type: "step", Step: title}) }
 
 func (p *jsonPrinter) line(step, text string, r *response) {
 	t := "line"

@@ -32,7 +32,7 @@ var Rails = &Scenario{
 			return func(context.Context) (int, error) { return rail.Payments(prefix), nil }
 		}
 
-		lab.Step("broken: a new reference per retry")
+		lab.Part("broken: a new reference per retry")
 		lab.Effect("Ada's ₦10,000 payout, paid by the rail", 1, paid("naive-")).ShownBroken()
 		rail.loseNext = 1
 		if err := payoutNewReferenceEachTry(ctx, lab, rail); err != nil {
@@ -40,7 +40,7 @@ var Rails = &Scenario{
 		}
 		lab.Say("the rail paid %s for one payout", times(rail.Payments("naive-")))
 
-		lab.Step("safe: one reference, a status enquiry")
+		lab.Part("safe: one reference, a status enquiry")
 		lab.Effect("Ada's ₦5,000 payout, paid by the rail", 1, paid("po-0002"))
 		rail.loseNext = 1
 		res, err := bank.Payout(ctx, lab.DB, rail, 1, 500_000, "po-0002", 3)

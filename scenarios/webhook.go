@@ -33,14 +33,14 @@ var Webhook = &Scenario{
 			}
 		}
 
-		lab.Step("broken: credit every delivery")
+		lab.Part("broken: credit every delivery")
 		lab.Effect("payment pay_77 (₦5,000 to Bola) credited", 1, credits("pay_77")).ShownBroken()
 		broken := func(e providerEvent) (string, error) { return creditEveryDelivery(ctx, lab, e) }
 		if err := deliverFourWays(ctx, lab, broken, "evt_1001", "evt_1002", "pay_77", 2, 500_000); err != nil {
 			return err
 		}
 
-		lab.Step("safe: record the event with the credit")
+		lab.Part("safe: record the event with the credit")
 		lab.Effect("payment pay_78 (₦3,000 to Ada) credited", 1, credits("pay_78"))
 		safe := func(e providerEvent) (outcome string, err error) {
 			err = pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
