@@ -7,6 +7,8 @@ import (
 	mrand "math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // fencedPause makes the pause fault certain instead of lucky. A replica
@@ -21,10 +23,13 @@ import (
 //     run, the victim is paused (SIGSTOP) and the row released: the
 //     victim's transaction now holds the row, frozen;
 //  4. once the key's lock has expired, the same request goes to the other
-//     replica, which takes the key over and blocks on the frozen row;
-//  5. once pg_blocking_pids shows that, the victim resumes: its late work
-//     must be refused by the fencing token (with the lesson's store),
-//     and the other replica's transfer commits.
+//     replica, which takes the key over (a new lock id in the key's row)
+//     and then waits for the frozen row;
+//  5. once the key's row shows the takeover, the victim resumes: its late
+//     work must be refused by the fencing token (with the lesson's
+//     store), and the other replica's transfer commits. (A store that
+//     keeps no key in the database goes straight to the transfer: there,
+//     pg_blocking_pids shows the copy waiting on the victim.)
 //
 // With a broken store (--break) the same steps move the money twice,
 // every time, which is what the checker must then catch.
@@ -72,6 +77,12 @@ func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 		victim.Name(), us); err != nil {
 		return err
 	}
+	// The victim's claim, if its store keeps keys in the database: the
+	// lock id a takeover must replace.
+	var claimedLock *string
+	if err := r.cfg.DB.QueryRow(ctx, "SELECT lock_id FROM idempotency_keys WHERE key = $1", in.key).Scan(&claimedLock); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
 	if err := victim.Pause(); err != nil {
 		return err
 	}
@@ -90,7 +101,17 @@ func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 		return err
 	}
 	send((v+1)%len(reps), "duplicate")
-	if err := r.await(ctx, "the other replica blocked on the frozen victim",
+	if claimedLock != nil {
+		// The takeover itself, seen in the key's row: precise, whatever
+		// else the frozen victim holds up.
+		if err := r.await(ctx, "the other replica to take the key over",
+			`SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE key = $1 AND lock_id IS DISTINCT FROM $2)`,
+			in.key, *claimedLock); err != nil {
+			return err
+		}
+	} else if err := r.await(ctx, "the other replica blocked on the frozen victim",
+		// No key in the database (the broken stores): the copy goes
+		// straight to the transfer and waits for the victim's rows.
 		`SELECT EXISTS (SELECT 1 FROM pg_stat_activity a, pg_stat_activity b
 		   WHERE a.application_name = $1 AND b.application_name = $2 AND b.pid = ANY (pg_blocking_pids(a.pid)))`,
 		other.Name(), victim.Name()); err != nil {
