@@ -81,7 +81,7 @@ const (
 // ErrLockLost means the caller's lock expired and a retry took the key
 // over: the fencing token refused to store the response, and the
 // caller's transaction, work included, was rolled back.
-var ErrLockLost = errors.New("lost the idempotency lock to a retry; the transaction was rolled back")
+var ErrLockLost = errors.New("lost the idempotency lock; rolling back")
 
 // DB is a pool or a connection.
 type DB interface {

@@ -43,10 +43,12 @@ var Crash = &Scenario{
 		serverB := &api.Transfers{DB: lab.DB, Keys: keys}
 
 		lab.Step("server A claims the key")
+		lab.Say("(the clock is simulated: server A claims at 0 s, and a lock lasts %s)", human(keys.LockTTL))
 		a := hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
 			return serverA.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})
-		lab.Say("server A claimed the key and then went silent")
+		// The hook runs only once the claim succeeded: the lesson's "proceed".
+		lab.Say("server A claimed the key: proceed and then went silent")
 
 		lab.Step("retry after 10 s")
 		early, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(10 * time.Second)})
@@ -63,10 +65,19 @@ var Crash = &Scenario{
 		lab.Reply(late, "retry after 31 s: %d %s", late.Status, transferLabel(late.Body))
 
 		lab.Step("server A wakes up")
-		if _, err := a.finish(); !errors.Is(err, idem.ErrLockLost) {
+		_, err = a.finish()
+		if !errors.Is(err, idem.ErrLockLost) {
 			return fmt.Errorf("server A should have lost its lock, got %v", err)
 		}
-		lab.Say("server A wakes up: %v", idem.ErrLockLost)
+		lab.Say("server A wakes up: %v", err)
+		// A sequence is not rolled back: the id A's transfer took is the
+		// trace that it really ran before its transaction was undone.
+		var lastID int64
+		if err := lab.DB.QueryRow(ctx, "SELECT last_value FROM transfers_id_seq").Scan(&lastID); err != nil {
+			return err
+		}
+		lab.Say("server A's own transfer had run (it took id %d); the rollback undid it with the rest", lastID)
+		lab.Say("without the fencing token both transfers would stand: bank mistake no-fencing")
 		return lab.Balances(ctx, "")
 	},
 }
