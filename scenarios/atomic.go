@@ -35,7 +35,8 @@ var Atomic = &Scenario{
 		})
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
-			lab.Say("failed: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+			lab.Say("failed: %s", pgErr.Message)
+			lab.Say("  (SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
 		} else if err != nil {
 			return err
 		}

@@ -73,8 +73,8 @@ var Cleanup = &Scenario{
 		if err != nil {
 			return err
 		}
-		lab.Say("deleted: %s", list(deleted))
-		lab.Say("kept: %s", list(kept))
+		lab.Say("deleted: %s", nodeList(deleted))
+		lab.Say("kept: %s", nodeList(kept))
 		return nil
 	},
 }

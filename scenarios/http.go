@@ -57,6 +57,7 @@ var HTTP = &Scenario{
 				switch {
 				case a.Status == 0:
 					lab.Say("attempt %d: network error (%s)%s", a.N, a.Network, willRetry(a.Retry))
+					lab.Say("  (the lesson's Node client names this error TypeError; Go's says what happened)")
 				case a.Retry:
 					lab.Say("attempt %d: %d%s", a.N, a.Status, willRetry(true))
 				default:
@@ -70,7 +71,7 @@ var HTTP = &Scenario{
 		if err != nil {
 			lab.Say("gave up: %v", err)
 		} else {
-			lab.Reply(answer(res), "app shows: %s", res.Body)
+			lab.Reply(answer(res), "app shows: %s", nodeObject(res.Body))
 		}
 		return lab.Balances(ctx, "")
 	},

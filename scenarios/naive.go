@@ -33,7 +33,8 @@ var Naive = &Scenario{
 			if !errors.As(err, &pgErr) {
 				return err
 			}
-			lab.Say("failed: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+			lab.Say("failed: %s", pgErr.Message)
+			lab.Say("  (SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
 		}
 		return lab.Balances(ctx, "after: ")
 	},

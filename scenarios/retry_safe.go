@@ -45,7 +45,7 @@ var RetrySafe = &Scenario{
 			if err != nil {
 				return err
 			}
-			lab.Reply(resp, "attempt %d: %d%s %s", attempt, resp.Status, replayedNote(resp.Replayed), resp.Body)
+			lab.Reply(resp, "attempt %d: %d%s %s", attempt, resp.Status, replayedNote(resp.Replayed), nodeObject(resp.Body))
 			break
 		}
 		return lab.Balances(ctx, "")

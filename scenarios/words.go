@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,3 +70,49 @@ func list(s []string) string {
 
 // errLostResponse is what the phone sees when the server's answer is lost.
 var errLostResponse = errors.New("timed out waiting for the response")
+
+// nodeObject writes a flat JSON object the way the lesson's Node prints
+// one with console.log (util.inspect): keys bare, strings in single
+// quotes, one field a line, in the object's own order. Anything else is
+// returned as it is.
+func nodeObject(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return string(body)
+	}
+	var fields []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return string(body)
+		}
+		v, err := dec.Token()
+		if err != nil {
+			return string(body)
+		}
+		switch v := v.(type) {
+		case string:
+			fields = append(fields, fmt.Sprintf("  %s: '%s'", k, v))
+		case json.Number, bool:
+			fields = append(fields, fmt.Sprintf("  %s: %v", k, v))
+		case nil:
+			fields = append(fields, fmt.Sprintf("  %s: null", k))
+		default:
+			return string(body) // nested: not worth imitating
+		}
+	}
+	return "{\n" + strings.Join(fields, ",\n") + "\n}"
+}
+
+// nodeList writes names the way Node prints an array of strings.
+func nodeList(items []string) string {
+	if len(items) == 0 {
+		return "[]"
+	}
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = "'" + s + "'"
+	}
+	return "[ " + strings.Join(quoted, ", ") + " ]"
+}
