@@ -62,7 +62,7 @@ var Outbox = &Scenario{
 			if err != nil || o.Receipt == nil {
 				return errors.Join(err, fmt.Errorf("transfer refused: %s", o.Label()))
 			}
-			lab.Say("transfer %d and its outbox message committed together", o.Receipt.TransferID)
+			lab.Say("transfer %d (%s to Bola) and its outbox message committed together", o.Receipt.TransferID, bank.Naira(o.Receipt.AmountKobo))
 			return bank.Notice(ctx, tx, *o.Receipt)
 		})
 		if err != nil {
@@ -98,6 +98,7 @@ var Outbox = &Scenario{
 			}
 		}
 		lab.Say("SMS delivered for the ₦5,000 transfer: %d", sms.Count("Ada: You sent ₦5,000 to Bola"))
+		lab.Say("transfers standing: 2 and 3; the ₦10,000 one (id 1) was rolled back")
 		return lab.Balances(ctx, "")
 	},
 }
@@ -141,6 +142,6 @@ func sendAfterCommit(ctx context.Context, lab *Lab) error {
 	if err != nil {
 		return err
 	}
-	lab.Say("transfer %d committed; the server crashed before sending its SMS", id)
+	lab.Say("transfer %d (₦2,000 to Bola) committed; the server crashed before sending its SMS", id)
 	return nil
 }

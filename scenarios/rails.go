@@ -23,8 +23,8 @@ var Rails = &Scenario{
 	Section: "Outbound to rails: one reference per attempt family",
 	Fix:     "the safe part above: one reference per payout, and a status enquiry before retrying",
 	Explain: map[string]string{
-		"broken: a new reference per retry":     "The rail pays, then its answer is lost. The retry carries a fresh reference.",
-		"safe: one reference, a status enquiry": "The reference is stored with the payout before the first call. After a timeout the bank asks\nthe rail whether it has that reference, and retries only if it has not.",
+		"broken: a new reference per retry, for Ada's ₦10,000 payout":       "The rail pays, then its answer is lost. The retry carries a fresh reference.",
+		"safe: one reference and a status enquiry, for Ada's ₦5,000 payout": "The reference is stored with the payout before the first call. After a timeout the bank asks\nthe rail whether it has that reference, and retries only if it has not.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
 		rail := &Rail{}
@@ -32,7 +32,7 @@ var Rails = &Scenario{
 			return func(context.Context) (int, error) { return rail.Payments(prefix), nil }
 		}
 
-		lab.Part("broken: a new reference per retry")
+		lab.Part("broken: a new reference per retry, for Ada's ₦10,000 payout")
 		lab.Effect("Ada's ₦10,000 payout, paid by the rail", 1, paid("naive-")).ShownBroken()
 		rail.loseNext = 1
 		if err := payoutNewReferenceEachTry(ctx, lab, rail); err != nil {
@@ -40,7 +40,7 @@ var Rails = &Scenario{
 		}
 		lab.Say("the rail paid %s for one payout", times(rail.Payments("naive-")))
 
-		lab.Part("safe: one reference, a status enquiry")
+		lab.Part("safe: one reference and a status enquiry, for Ada's ₦5,000 payout")
 		lab.Effect("Ada's ₦5,000 payout, paid by the rail", 1, paid("po-0002"))
 		rail.loseNext = 1
 		res, err := bank.Payout(ctx, lab.DB, rail, 1, 500_000, "po-0002", 3)
