@@ -209,3 +209,18 @@ func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, erro
 		TransferID: id, From: r.From, To: r.To, AmountKobo: r.AmountKobo, BalanceKobo: balance,
 	}}, nil
 }
+
+// LedgerKeySchema gives the ledger its own copy of the idempotency key,
+// unique: the last line of defence (the outline's "ledger entry unique on
+// the key too"). Should a second code path or a bug bypass the key store,
+// the database still refuses a second transfer for the same key.
+const LedgerKeySchema = `ALTER TABLE transfers ADD COLUMN idempotency_key text;
+CREATE UNIQUE INDEX transfers_idempotency_key ON transfers (idempotency_key)`
+
+// StampKey writes the request's key on its transfer row, in the
+// transfer's transaction: with LedgerKeySchema, a second transfer under
+// the same key fails with a unique violation (23505) and rolls back.
+func StampKey(ctx context.Context, tx DB, transferID int64, key string) error {
+	_, err := tx.Exec(ctx, "UPDATE transfers SET idempotency_key = $2 WHERE id = $1", transferID, key)
+	return err
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 )
@@ -121,4 +122,22 @@ func tally(answers <-chan string) string {
 		parts[i] = fmt.Sprintf("%s x%d", k, counts[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// waitBlocked returns once session's backend is waiting for a lock that
+// holder's backend holds, as PostgreSQL itself reports it
+// (pg_blocking_pids): a signal, not a sleep.
+func (l *Lab) waitBlocked(ctx context.Context, session, holder *pgx.Conn) error {
+	waiter, blocker := session.PgConn().PID(), holder.PgConn().PID()
+	for i := 0; i < 3000; i++ {
+		var blocked bool
+		if err := l.DB.QueryRow(ctx, "SELECT $2::int = ANY (pg_blocking_pids($1))", waiter, blocker).Scan(&blocked); err != nil {
+			return err
+		}
+		if blocked {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("backend %d never waited for backend %d", waiter, blocker)
 }

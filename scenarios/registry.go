@@ -7,7 +7,9 @@ var All = []*Scenario{
 	Naive,
 	Atomic,
 	Rules,
+	Race,
 	LostResponse,
+	UnknownOutcome,
 	RetrySafe,
 	KeyMisuse,
 	Concurrent,
@@ -18,6 +20,7 @@ var All = []*Scenario{
 	Rails,
 	Webhook,
 	Consumer,
+	LedgerKey,
 	Retention,
 	// The lesson's exercises.
 	Ship,

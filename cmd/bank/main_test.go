@@ -67,7 +67,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"nosuch"}, `unknown command "nosuch"`},
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"scenario"}, "name one scenario"},
-		{[]string{"scenario", "nosuch"}, "naive, atomic, rules, lost-response, retry-safe, key-misuse, concurrent, crash, http"},
+		{[]string{"scenario", "nosuch"}, strings.Join(scenarios.Names(), ", ")},
 		{[]string{"scenario", "naive", "extra"}, "name one scenario"},
 		{[]string{"scenario", "crsh"}, `unknown scenario "crsh" (did you mean crash?)`},
 		{[]string{"mistake", "no-fence"}, "(did you mean no-fencing?)"},

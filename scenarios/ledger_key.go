@@ -1,0 +1,94 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/idem"
+)
+
+// The ledger's own key. The API answers Ada's tap through the key store,
+// as it should. Then a second code path (a nightly "resend what looks
+// stuck" job, written in a hurry) sends the same request again straight
+// to the transfer, bypassing the store. With a ledger that does not know
+// the key, money moves twice. With the key written on every ledger row
+// under a unique index, the database itself refuses the second transfer.
+var LedgerKey = &Scenario{
+	Name:    "ledger-key",
+	Summary: "a second code path bypasses the key store: the ledger's own unique key refuses the duplicate",
+	Section: "Idempotent consumers and retention: the ledger, the last line of defence",
+	Fix:     "the safe part above: the key on every ledger row, unique",
+	Explain: map[string]string{
+		"broken: a ledger that does not know the key":  "The API goes through the key store; the resend job calls the transfer directly.",
+		"safe: the ledger row carries the key, unique": "Both paths stamp the transfer row with the key, in the transfer's transaction.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		keys := &idem.Store{}
+		api := func(key, body string, stamp bool) (idem.Response, error) {
+			req := idem.Request{UserID: 1, Key: key, Method: "POST", Path: "/transfers", Body: []byte(body), Now: lab.Clock.Now()}
+			return keys.Do(ctx, lab.DB, req, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+				return ledgerTransfer(ctx, tx, key, body, stamp)
+			})
+		}
+		if _, err := lab.DB.Exec(ctx, bank.LedgerKeySchema); err != nil {
+			return err
+		}
+
+		lab.Part("broken: a ledger that does not know the key")
+		lab.Intent("Ada's ₦10,000 tap", 1, 2, 1_000_000, 1).ShownBroken()
+		r, err := api("tap-ledger-000000001", adaPaysBola, false)
+		if err != nil {
+			return err
+		}
+		lab.Reply(r, "the API, through the key store: %d %s", r.Status, transferLabel(r.Body))
+		o, err := resendJob(ctx, lab, "tap-ledger-000000001", adaPaysBola, false)
+		if err != nil {
+			return err
+		}
+		lab.Reply(outcome(o), "the resend job, around the key store: %d %s", o.Status, o.Label())
+
+		lab.Part("safe: the ledger row carries the key, unique")
+		const fiveK = `{"from": 1, "to": 2, "amountKobo": 500000}`
+		lab.Intent("Ada's ₦5,000 tap", 1, 2, 500_000, 1)
+		if r, err = api("tap-ledger-000000002", fiveK, true); err != nil {
+			return err
+		}
+		lab.Reply(r, "the API, through the key store: %d %s", r.Status, transferLabel(r.Body))
+		_, err = resendJob(ctx, lab, "tap-ledger-000000002", fiveK, true)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			return fmt.Errorf("the ledger should have refused the resend, got %v", err)
+		}
+		lab.Say("the resend job, around the key store: %s", pgErr.Message)
+		lab.Say("  (SQLSTATE %s: the resend's transaction rolled back, transfer and all)", pgErr.Code)
+		return lab.Balances(ctx, "")
+	},
+}
+
+// ledgerTransfer is the lesson's transfer, which also stamps its ledger
+// row with the key when the ledger has the key column in use.
+func ledgerTransfer(ctx context.Context, tx pgx.Tx, key, body string, stamp bool) (idem.Response, error) {
+	o, err := bank.Transfer(ctx, tx, 1, []byte(body))
+	if err == nil && stamp && o.Receipt != nil {
+		err = bank.StampKey(ctx, tx, o.Receipt.TransferID, key)
+	}
+	return outcome(o), err
+}
+
+// resendJob is BROKEN ON PURPOSE: a second code path that sends a request
+// again straight to the transfer, without asking the key store.
+func resendJob(ctx context.Context, lab *Lab, key, body string, stamp bool) (bank.Outcome, error) {
+	var o bank.Outcome
+	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
+		if o, err = bank.Transfer(ctx, tx, 1, []byte(body)); err == nil && stamp && o.Receipt != nil {
+			err = bank.StampKey(ctx, tx, o.Receipt.TransferID, key)
+		}
+		return err
+	})
+	return o, err
+}

@@ -1,0 +1,157 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/zudojs/bank/bank"
+)
+
+// The balance race. "Read the balance, compare, then write" has a gap:
+// two transfers from Bola's ₦15,000 both read ₦15,000, both decide
+// ₦10,000 is fine, and both debit. The second debit would leave ₦-5,000;
+// the CHECK constraint on the balance is the net that refuses it. The
+// lesson's transfer closes the gap instead: it locks the sender's row
+// (FOR UPDATE), so the second transfer waits for the first, and it checks
+// and debits in one statement, so the second is refused as insufficient.
+var Race = &Scenario{
+	Name:     "race",
+	Summary:  "two transfers read the same balance: the CHECK constraint catches the overdraft; FOR UPDATE makes them take turns",
+	Section:  "Think before you move money: enough money, atomically",
+	Prevents: "a balance below zero from two transfers that both read ₦15,000",
+	Explain: map[string]string{
+		"broken: read, check, then write":            "Two sessions each read Bola's balance, decide, and then debit. Nothing stops both\nfrom reading the same ₦15,000.",
+		"safe: lock the row, check and debit as one": "bank.Transfer: SELECT ... FOR UPDATE, then UPDATE ... WHERE balance_kobo >= amount.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		lab.Intent("Ada's two top-ups of Bola, ₦10,000 each", 1, 2, 1_000_000, 2)
+		lab.Intent("the two races' ₦10,000 from Bola: one each gets through", 2, 1, 1_000_000, 2)
+		a, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		b, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		topUp := func() error {
+			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
+				_, err := bank.Transfer(ctx, tx, 1, []byte(adaPaysBola))
+				return err
+			})
+		}
+
+		lab.Part("broken: read, check, then write")
+		if err := topUp(); err != nil {
+			return err
+		}
+		lab.Say("Ada sends Bola ₦10,000: Bola has %s", bolaHas(ctx, lab))
+		txA, txB, err := begin2(ctx, a, b)
+		if err != nil {
+			return err
+		}
+		for _, s := range []struct {
+			name string
+			tx   pgx.Tx
+		}{{"A", txA}, {"B", txB}} {
+			var balance int64
+			if err := s.tx.QueryRow(ctx, "SELECT balance_kobo FROM accounts WHERE id = 2").Scan(&balance); err != nil {
+				return err
+			}
+			lab.Say("transfer %s reads Bola's balance: %s; ₦10,000 is fine", s.name, bank.Naira(balance))
+		}
+		if err := checkedDebit(ctx, txA); err != nil {
+			return err
+		}
+		if err := txA.Commit(ctx); err != nil {
+			return err
+		}
+		lab.Say("transfer A debits ₦10,000 and commits: Bola has %s", bolaHas(ctx, lab))
+		err = checkedDebit(ctx, txB)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			return fmt.Errorf("the second debit should have been refused, got %v", err)
+		}
+		txB.Rollback(ctx)
+		lab.Say("transfer B debits ₦10,000 too, which would leave %s: %s", bank.Naira(balanceOf(ctx, lab, 2)-1_000_000), pgErr.Message)
+		lab.Say("  (SQLSTATE %s: the CHECK constraint is the last line of defence)", pgErr.Code)
+
+		lab.Part("safe: lock the row, check and debit as one")
+		if err := topUp(); err != nil {
+			return err
+		}
+		lab.Say("Ada sends Bola ₦10,000 again: Bola has %s", bolaHas(ctx, lab))
+		if txA, txB, err = begin2(ctx, a, b); err != nil {
+			return err
+		}
+		first, err := bank.Transfer(ctx, txA, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
+		if err != nil {
+			return err
+		}
+		lab.Say("transfer A locks Bola's row and debits: %d %s, not yet committed", first.Status, first.Label())
+		type result struct {
+			o   bank.Outcome
+			err error
+		}
+		second := make(chan result, 1)
+		go func() {
+			o, err := bank.Transfer(ctx, txB, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
+			second <- result{o, err}
+		}()
+		if err := lab.waitBlocked(ctx, b, a); err != nil {
+			return err
+		}
+		lab.Say("transfer B waits for Bola's row (pg_blocking_pids shows B blocked by A)")
+		if err := txA.Commit(ctx); err != nil {
+			return err
+		}
+		r := <-second
+		if r.err != nil {
+			return r.err
+		}
+		if err := txB.Commit(ctx); err != nil {
+			return err
+		}
+		lab.Reply(outcome(r.o), "A commits; B runs on the new balance: %d %s", r.o.Status, r.o.Label())
+		return lab.Balances(ctx, "")
+	},
+}
+
+// begin2 opens a transaction on each of two sessions.
+func begin2(ctx context.Context, a, b *pgx.Conn) (pgx.Tx, pgx.Tx, error) {
+	txA, err := a.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	txB, err := b.Begin(ctx)
+	if err != nil {
+		txA.Rollback(ctx)
+		return nil, nil, err
+	}
+	return txA, txB, nil
+}
+
+// checkedDebit is BROKEN ON PURPOSE: it writes on a decision made from an
+// earlier read (the CHECK constraint is all that stands in its way).
+func checkedDebit(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo - 1000000 WHERE id = 2"); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo + 1000000 WHERE id = 1"); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, "INSERT INTO transfers (from_account, to_account, amount_kobo) VALUES (2, 1, 1000000)")
+	return err
+}
+
+// balanceOf reads an account's committed balance (0 if it cannot).
+func balanceOf(ctx context.Context, lab *Lab, id int64) (kobo int64) {
+	lab.DB.QueryRow(ctx, "SELECT balance_kobo FROM accounts WHERE id = $1", id).Scan(&kobo)
+	return kobo
+}
+
+func bolaHas(ctx context.Context, lab *Lab) string { return bank.Naira(balanceOf(ctx, lab, 2)) }

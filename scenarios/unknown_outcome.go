@@ -1,0 +1,90 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// The three cases a client cannot tell apart. After a timeout the phone
+// sees the same thing whether its request never arrived, arrived and
+// failed, or arrived and succeeded. Not retrying loses the first two;
+// retrying without a key repeats the third. One retry with the same key
+// is right for all three: the first two run now, the third is replayed.
+var UnknownOutcome = &Scenario{
+	Name:     "unknown-outcome",
+	Summary:  "never arrived, arrived and failed, arrived and succeeded: one view from the phone, one right retry",
+	Section:  "The response that never arrives",
+	Prevents: "both ways of guessing: a lost transfer (no retry) and a double one (a retry with a new key)",
+	Explain: map[string]string{
+		"three timeouts": "Each case is a ₦1,000-₦3,000 intent of its own; the phone times out in all three.",
+		"three retries":  "The same key each time. The key store decides: run it, or replay what was done.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		server, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := server.Exec(ctx, "SET lock_timeout = '100ms'"); err != nil {
+			return err
+		}
+		handler := &api.Transfers{DB: server, Keys: &idem.Store{}}
+		cases := []struct {
+			what string
+			call api.Call
+		}{
+			{"case 1, the request never arrived", api.Call{UserID: 1, Key: "unknown-never-arrived-1", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 100000}`)}},
+			{"case 2, it arrived and failed", api.Call{UserID: 1, Key: "unknown-arrived-failed-2", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`)}},
+			{"case 3, it arrived and succeeded", api.Call{UserID: 1, Key: "unknown-arrived-done-003", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 300000}`)}},
+		}
+		lab.Intent("case 1's ₦1,000", 1, 2, 100_000, 1)
+		lab.Intent("case 2's ₦2,000", 1, 2, 200_000, 1)
+		lab.Intent("case 3's ₦3,000", 1, 2, 300_000, 1)
+
+		lab.Step("three timeouts")
+		// Case 1: nothing reaches the server.
+		lab.Say("%-36s the phone sees: %v", cases[0].what+":", errLostResponse)
+		// Case 2: a maintenance job holds Ada's row past the server's lock
+		// timeout, so the transfer fails; the answer is lost too.
+		maintenance, err := lab.Session(ctx)
+		if err != nil {
+			return err
+		}
+		tx, err := maintenance.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE"); err != nil {
+			return err
+		}
+		_, failed := handler.Handle(ctx, cases[1].call)
+		var pgErr *pgconn.PgError
+		if !errors.As(failed, &pgErr) {
+			return fmt.Errorf("case 2 should have failed on the server, got %v", failed)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			return err
+		}
+		lab.Say("%-36s the phone sees: %v", cases[1].what+":", errLostResponse)
+		lab.Say("  (on the server: %s, SQLSTATE %s; the key was released)", pgErr.Message, pgErr.Code)
+		// Case 3: the transfer commits; its answer is lost on the way.
+		if _, err := handler.Handle(ctx, cases[2].call); err != nil {
+			return err
+		}
+		lab.Say("%-36s the phone sees: %v", cases[2].what+":", errLostResponse)
+
+		lab.Step("three retries")
+		for _, c := range cases {
+			r, err := handler.Handle(ctx, c.call)
+			if err != nil {
+				return err
+			}
+			lab.Reply(r, "%-36s retry with the same key: %d %s%s", c.what+":", r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+		}
+		return lab.Balances(ctx, "")
+	},
+}
