@@ -15,6 +15,7 @@ var All = []*Scenario{
 	Concurrent,
 	Crash,
 	HTTP,
+	Backoff,
 	// Idempotency end to end.
 	Outbox,
 	Rails,

@@ -1,0 +1,134 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/bank/client"
+	"github.com/zudojs/bank/idem"
+)
+
+// A thousand phones that lost signal together come back together. If they
+// all retry at once, and again at once, a server that was only slow is
+// flattened: every slot gets more requests than it can answer, so every
+// request times out and is retried into the next slot. Backing off spreads
+// the retries: the lesson waits 50, 100, 200 ms ... plus up to 50 ms of
+// jitter; the lab's client (bank send) waits a random time between zero
+// and a ceiling that doubles (50, 100, 200 ms ...), "full jitter", which
+// spreads them further. Here 100 phones and a server that answers up to
+// 20 requests in each 10 ms; past that it wastes work on requests whose
+// clients have given up, so it answers 2 × 20 − n of n, and none once 40
+// arrive together. All on the lab's clock; each request that is answered
+// is a real transfer with its key.
+var Backoff = &Scenario{
+	Name:    "backoff",
+	Summary: "100 phones retry together: without backoff a slow server stays down; growing waits with jitter let it recover",
+	Section: "Over HTTP, with a retrying client",
+	Fix:     "the backoff parts above: waits that grow, with jitter",
+	Explain: map[string]string{
+		"broken: no backoff, every phone retries at once": "Every phone retries 10 ms after each timeout: every 10 ms gets all 100.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		app := &client.Client{Rand: lab.Rand}
+		schedules := []struct {
+			part, prefix string
+			amount       int64 // kobo: each schedule's transfers are told apart by amount
+			wait         func(n int) time.Duration
+		}{
+			{"broken: no backoff, every phone retries at once", "no", 100, func(int) time.Duration { return slot }},
+			{"the lesson's backoff: 50, 100, 200 ms ... plus up to 50 ms of jitter", "the lesson's", 200, func(n int) time.Duration {
+				return time.Duration(50<<(n-1))*time.Millisecond + time.Duration(lab.Rand.Int64N(int64(50*time.Millisecond)+1))
+			}},
+			{"full jitter (bank send): a random wait up to 50, 100, 200 ms ...", "full-jitter", 300, func(n int) time.Duration { return app.Backoff(n, 0) }},
+		}
+		lab.Say("the server answers up to %d requests in 10 ms; of n > %d it answers 2 × %d − n (none from %d)", capacity, capacity, capacity, 2*capacity)
+		for _, s := range schedules {
+			in := lab.Intent(fmt.Sprintf("the %d phones' ₦%d transfers, %s backoff", phones, s.amount/100, s.prefix), 1, 2, s.amount, phones)
+			if s.prefix == "no" {
+				in.ShownBroken()
+			}
+			lab.Part(s.part)
+			served, busiest, done, err := storming(ctx, handler, s.prefix, s.amount, s.wait)
+			if err != nil {
+				return err
+			}
+			when := "never"
+			if served == phones {
+				when = "the last at " + done.String()
+			}
+			lab.Say("served %d of %d (%s); retries in the busiest 10 ms: %d; %d phones gave up after %d tries",
+				served, phones, when, busiest, phones-served, maxTries)
+		}
+		// Full jitter's waits look random, but their ceilings double.
+		lab.Say("full jitter's first waits for one phone: %s", jitterWaits(app))
+		lab.Say("(bank send uses full jitter: each wait is random up to a ceiling that doubles, so the")
+		lab.Say(" waits look as if they do not grow, but a large herd spreads over ever wider windows)")
+		return lab.Balances(ctx, "")
+	},
+}
+
+const (
+	phones   = 100
+	capacity = 20 // requests the server answers in one slot
+	maxTries = 8
+	slot     = 10 * time.Millisecond
+)
+
+// storming plays phones retrying on the lab's clock: in each slot, if no
+// more than capacity requests arrive, each is a real transfer through
+// handler; otherwise every one of them times out and waits for its next
+// try. It returns how many were served, the busiest slot, and when the
+// last one was served.
+func storming(ctx context.Context, handler *api.Transfers, prefix string, amount int64, wait func(n int) time.Duration) (served, busiest int, last time.Duration, err error) {
+	next := make([]time.Duration, phones) // when each phone tries next; -1 once done
+	tries := make([]int, phones)
+	body := []byte(fmt.Sprintf(`{"from": 1, "to": 2, "amountKobo": %d}`, amount))
+	for t := time.Duration(0); ; t += slot {
+		var arriving []int
+		pending := false
+		for p := range phones {
+			if next[p] >= 0 && tries[p] < maxTries {
+				pending = true
+				if next[p] < t+slot {
+					arriving = append(arriving, p)
+				}
+			}
+		}
+		if !pending {
+			return served, busiest, last, nil
+		}
+		sort.Ints(arriving)
+		if t > 0 { // the first try is the herd itself
+			busiest = max(busiest, len(arriving))
+		}
+		answered := min(len(arriving), max(0, 2*capacity-len(arriving)))
+		for i, p := range arriving {
+			tries[p]++
+			if i >= answered {
+				next[p] = t + wait(tries[p]) // timed out: back off
+				continue
+			}
+			key := fmt.Sprintf("phone-%03d-amount-%06d", p, amount)
+			if _, err := handler.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: LessonStart.Add(t)}); err != nil {
+				return served, busiest, last, err
+			}
+			next[p], served, last = -1, served+1, t+slot
+		}
+	}
+}
+
+// jitterWaits shows full jitter's first four waits with their ceilings.
+func jitterWaits(app *client.Client) string {
+	s := ""
+	for n := 1; n <= 4; n++ {
+		if n > 1 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s (up to %s)", app.Backoff(n, 0).Round(time.Millisecond), time.Duration(50<<(n-1))*time.Millisecond)
+	}
+	return s
+}
