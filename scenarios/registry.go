@@ -14,6 +14,7 @@ var All = []*Scenario{
 	KeyMisuse,
 	Concurrent,
 	Crash,
+	ShortLock,
 	HTTP,
 	Backoff,
 	// Idempotency end to end.

@@ -1,0 +1,96 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// A lock shorter than a healthy request. Server A is not dead, only slow:
+// its transfer takes 8 s. With a 5 s lock, a retry at 6 s finds the lock
+// expired, takes the key over and transfers; when A finishes, the fencing
+// token refuses its answer and its transaction, transfer and all, rolls
+// back. The money is safe, but A's work was wasted and the retry ran a
+// second transfer attempt for nothing. With the lock well above the
+// slowest healthy request (30 s), the same retry gets 409, and a later one
+// the answer A stored.
+var ShortLock = &Scenario{
+	Name:     "short-lock",
+	Summary:  "a 5 s lock and an 8 s request: a retry takes over a healthy request, fencing saves the money, the work is wasted",
+	Section:  "A server that crashes, and one that is only slow",
+	Prevents: "takeovers of healthy requests, with a lock well above the slowest one",
+	Explain: map[string]string{
+		"a 5 s lock, a healthy request that takes 8 s": "The clock is simulated. A claims at 0 s and finishes its transfer at 8 s; the retry comes at 6 s.",
+		"a 30 s lock, the same request and retry":      "The lock outlives the request: the retry is told to wait.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		lab.Intent("Ada's ₦10,000 tap (5 s lock)", 1, 2, 1_000_000, 1)
+		lab.Intent("Ada's ₦5,000 tap (30 s lock)", 1, 2, 500_000, 1)
+		for _, c := range []struct {
+			part string
+			ttl  time.Duration
+			key  string
+			body string
+		}{
+			{"a 5 s lock, a healthy request that takes 8 s", 5 * time.Second, "short-lock-tap-000001", adaPaysBola},
+			{"a 30 s lock, the same request and retry", 30 * time.Second, "long-lock-tap-0000001", `{"from": 1, "to": 2, "amountKobo": 500000}`},
+		} {
+			lab.Part(c.part)
+			if err := slowServer(ctx, lab, c.ttl, c.key, []byte(c.body)); err != nil {
+				return err
+			}
+		}
+		lab.Say("choose the lock well above the slowest healthy request (here 8 s): the fencing token keeps")
+		lab.Say("a takeover safe, but every takeover of a healthy request is work done twice")
+		return lab.Balances(ctx, "")
+	},
+}
+
+// slowServer: server A claims at 0 s and does its work at 8 s; a retry
+// comes at 6 s, another at 9 s.
+func slowServer(ctx context.Context, lab *Lab, ttl time.Duration, key string, body []byte) error {
+	keys := &idem.Store{LockTTL: ttl}
+	session, err := lab.Session(ctx)
+	if err != nil {
+		return err
+	}
+	serverA := &api.Transfers{DB: session, Keys: keys}
+	serverB := &api.Transfers{DB: lab.DB, Keys: keys}
+	// A is held inside its transaction just after the claim, working
+	// slowly (it holds no row yet, so the retry is not kept waiting).
+	a := hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
+		return serverA.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
+	})
+	lab.Say("0 s: server A claims the key (lock %s) and starts its work, which takes 8 s", human(ttl))
+	r, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(6 * time.Second)})
+	if err != nil {
+		return err
+	}
+	lab.Reply(r, "6 s: a retry on server B: %d %s%s", r.Status, transferLabel(r.Body), takeover(r))
+	lab.Clock.At(8 * time.Second)
+	done, err := a.finish()
+	switch {
+	case errors.Is(err, idem.ErrLockLost):
+		lab.Say("8 s: server A finishes its transfer: %v; its 8 s of work are thrown away", err)
+	case err != nil:
+		return err
+	default:
+		lab.Reply(done, "8 s: server A finishes: %d %s", done.Status, transferLabel(done.Body))
+	}
+	later, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(9 * time.Second)})
+	if err != nil {
+		return err
+	}
+	lab.Reply(later, "9 s: another retry: %d %s%s", later.Status, transferLabel(later.Body), replayedNote(later.Replayed))
+	return nil
+}
+
+func takeover(r idem.Response) string {
+	if r.TookOver {
+		return " (it took the key over)"
+	}
+	return ""
+}
