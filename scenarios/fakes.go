@@ -61,12 +61,17 @@ type Rail struct {
 	paid     map[string]int64 // reference -> kobo
 	order    []string
 	loseNext int // lose the answer of the next N payments, after paying
+	dropNext int // lose the next N requests on the way, before the rail sees them
 }
 
 // Pay pays reference, once.
 func (r *Rail) Pay(_ context.Context, reference string, amountKobo int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.dropNext > 0 {
+		r.dropNext--
+		return errRailTimeout // it never got there: nothing was paid
+	}
 	if r.paid == nil {
 		r.paid = map[string]int64{}
 	}

@@ -20,6 +20,7 @@ var All = []*Scenario{
 	// Idempotency end to end.
 	Outbox,
 	Rails,
+	OneKey,
 	Webhook,
 	Consumer,
 	LedgerKey,

@@ -24,6 +24,7 @@ var Retention = &Scenario{
 		"day one":      "Two intents complete; their phones never see the answers.",
 		"next day":     "25 hours later: a key in progress whose lock a retry took over seconds ago, and the clean-up.",
 		"late retries": "The phones come back online and retry with their keys.",
+		"keys kept 30 days, the outline's longer end": "A phone off for ten days, and a clean-up that keeps 30 days of keys.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
 		h := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
@@ -76,6 +77,28 @@ var Retention = &Scenario{
 			}
 		}
 		if err := send("Ada's phone retries", ada); err != nil {
+			return err
+		}
+
+		// The outline keeps keys from 24 hours to 30 days: the longer end
+		// covers a phone that stays off for days.
+		lab.Part("keys kept 30 days, the outline's longer end")
+		bola2 := api.Call{UserID: 2, Key: "bola-offline-000000002", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 50000}`)}
+		lab.Intent("Bola's ₦500 intent", 2, 1, 50_000, 1)
+		if err := send("Bola's key", bola2); err != nil {
+			return err
+		}
+		later := lab.Clock.At(25*time.Hour + 10*24*time.Hour)
+		deleted, err := idem.Prune(ctx, lab.DB, later.Add(-30*24*time.Hour), later)
+		if err != nil {
+			return err
+		}
+		kept, err := keys(ctx, lab)
+		if err != nil {
+			return err
+		}
+		lab.Say("ten days on, clean-up keeping 30 days: deleted %s; kept %s", list(deleted), list(kept))
+		if err := send("Bola's phone, off for ten days, retries", bola2); err != nil {
 			return err
 		}
 		return lab.Balances(ctx, "")

@@ -1,0 +1,81 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/idem"
+)
+
+// One key from the phone to the rail. Ada pays ₦10,000 to an account at
+// another bank. The app makes the key once, when the confirm screen opens;
+// the API stores it with its answer; the payout's ledger row carries a
+// rail reference derived from it; and the rail, asked about that
+// reference after a failed call, tells the bank whether to call again. A
+// retry at any hop moves the money once. Two branches of the rail: it
+// paid but its answer was lost (the enquiry says so: no retry), or the
+// request never reached it (the enquiry says so: retry, same reference).
+var OneKey = &Scenario{
+	Name:     "one-key",
+	Summary:  "one key from the phone through the API and the ledger to the rail: a retry at any hop pays once",
+	Section:  "Idempotency, end to end: one key from the phone to the rail",
+	Prevents: "a payout made twice when an answer is lost between any two hops",
+	Explain: map[string]string{
+		"the rail paid, but its answer was lost": "The enquiry finds the reference: the bank does not call again.",
+		"the request never reached the rail":     "The enquiry does not find it: the bank calls again with the same reference.",
+	},
+	Run: func(ctx context.Context, lab *Lab) error {
+		rail := &Rail{}
+		keys := &idem.Store{}
+		for _, c := range []struct {
+			part       string
+			amount     int64
+			lose, drop int
+		}{
+			{"the rail paid, but its answer was lost", 1_000_000, 1, 0},
+			{"the request never reached the rail", 500_000, 0, 1},
+		} {
+			lab.Part(c.part)
+			key := newKey(lab)
+			ref := "rail-" + key[:8]
+			lab.Effect(fmt.Sprintf("Ada's %s payout, paid by the rail", bank.Naira(c.amount)), 1, func(context.Context) (int, error) { return rail.Payments(ref), nil })
+			lab.Say("the app makes the key when the confirm screen opens: %s", key)
+			rail.loseNext, rail.dropNext = c.lose, c.drop
+			body := []byte(fmt.Sprintf(`{"from": 1, "amountKobo": %d, "reference": %q}`, c.amount, ref))
+			pay := func() (idem.Response, error) {
+				req := idem.Request{UserID: 1, Key: key, Method: "POST", Path: "/payouts", Body: body, Now: lab.Clock.Now()}
+				return keys.Do(ctx, lab.DB, req, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+					res, err := bank.Payout(ctx, tx, rail, 1, c.amount, ref, 3)
+					if err != nil {
+						return idem.Response{}, err
+					}
+					lab.Say("the API claims the key; the payout's ledger row gets reference %s", ref)
+					switch {
+					case res.Enquiries == 0:
+						lab.Say("the bank calls the rail with %s: paid", ref)
+					case res.Attempts == 1:
+						lab.Say("the bank calls the rail with %s: no answer; a status enquiry finds it, so no second call", ref)
+					default:
+						lab.Say("the bank calls the rail with %s: no answer; a status enquiry does not find it,", ref)
+						lab.Say("  so it calls again with the same reference: %d calls, paid", res.Attempts)
+					}
+					return idem.Response{Status: 201, Body: []byte(fmt.Sprintf(`{"reference": %q, "paid": true}`, ref))}, nil
+				})
+			}
+			if _, err := pay(); err != nil {
+				return err
+			}
+			lab.Say("the API's answer is lost on the way to the phone")
+			r, err := pay()
+			if err != nil {
+				return err
+			}
+			lab.Reply(r, "the app retries with the same key: %d%s %s", r.Status, replayedNote(r.Replayed), r.Body)
+			lab.Say("the rail paid %s %s", ref, times(rail.Payments(ref)))
+		}
+		return lab.Balances(ctx, "")
+	},
+}
