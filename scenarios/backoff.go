@@ -18,18 +18,18 @@ import (
 // the retries: the lesson waits 50, 100, 200 ms ... plus up to 50 ms of
 // jitter; the lab's client (bank send) waits a random time between zero
 // and a ceiling that doubles (50, 100, 200 ms ...), "full jitter", which
-// spreads them further. Here 100 phones and a server that answers up to
-// 20 requests in each 10 ms; past that it wastes work on requests whose
-// clients have given up, so it answers 2 × 20 − n of n, and none once 40
+// spreads them further. Here 50 phones and a server that answers up to
+// 10 requests in each 10 ms; past that it wastes work on requests whose
+// clients have given up, so it answers 2 × 10 − n of n, and none once 20
 // arrive together. All on the lab's clock; each request that is answered
 // is a real transfer with its key.
 var Backoff = &Scenario{
 	Name:    "backoff",
-	Summary: "100 phones retry together: without backoff a slow server stays down; growing waits with jitter let it recover",
+	Summary: "50 phones retry together: without backoff a slow server stays down; growing waits with jitter let it recover",
 	Section: "Over HTTP, with a retrying client",
 	Fix:     "the backoff parts above: waits that grow, with jitter",
 	Explain: map[string]string{
-		"broken: no backoff, every phone retries at once": "Every phone retries 10 ms after each timeout: every 10 ms gets all 100.",
+		"broken: no backoff, every phone retries at once": "Every phone retries 10 ms after each timeout: every 10 ms gets all 50.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
 		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
@@ -72,8 +72,8 @@ var Backoff = &Scenario{
 }
 
 const (
-	phones   = 100
-	capacity = 20 // requests the server answers in one slot
+	phones   = 50
+	capacity = 10 // requests the server answers in one slot
 	maxTries = 8
 	slot     = 10 * time.Millisecond
 )

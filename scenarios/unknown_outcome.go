@@ -29,7 +29,7 @@ var UnknownOutcome = &Scenario{
 		if err != nil {
 			return err
 		}
-		if _, err := server.Exec(ctx, "SET lock_timeout = '100ms'"); err != nil {
+		if _, err := server.Exec(ctx, "SET lock_timeout = '10ms'"); err != nil {
 			return err
 		}
 		handler := &api.Transfers{DB: server, Keys: &idem.Store{}}
