@@ -195,13 +195,13 @@ func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	table := r.stdout[strings.LastIndex(r.stdout, "scenario       verdict"):]
+	table := r.stdout[strings.LastIndex(r.stdout, "\nscenario "):]
 	for _, sc := range scenarios.All {
 		want := "fix held"
 		if len(sc.Breaks) > 0 || sc.Fix != "" {
 			want = "failure reproduced"
 		}
-		if !strings.Contains(table, fmt.Sprintf("\n%-14s %-20s ", sc.Name, want)) {
+		if !strings.Contains(table, fmt.Sprintf("\n%-*s %-18s ", nameWidth(), sc.Name, want)) {
 			t.Errorf("%s: no %q row in the table:\n%s", sc.Name, want, table)
 		}
 	}

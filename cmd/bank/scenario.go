@@ -55,7 +55,7 @@ The scenarios, in the lesson's order:
 
 func (a *app) listScenarios() {
 	for _, s := range scenarios.All {
-		fmt.Fprintf(a.io.Out, "%-14s %s\n", s.Name, s.Summary)
+		fmt.Fprintf(a.io.Out, "%-*s %s\n", nameWidth(), s.Name, s.Summary)
 	}
 }
 
@@ -144,10 +144,10 @@ func (a *app) summary(verdicts []scenarios.Verdict, asJSON bool) {
 		return
 	}
 	w := a.io.Out
-	fmt.Fprintf(w, "%-14s %-24s %s\n", "scenario", "verdict", "what it demonstrates")
+	fmt.Fprintf(w, "%-*s %-18s %s\n", nameWidth(), "scenario", "verdict", "what it demonstrates")
 	for _, v := range verdicts {
 		sc, _ := scenarios.Lookup(v.Scenario)
-		fmt.Fprintf(w, "%-14s %-24s %s\n", v.Scenario, verdictWord(v), sc.Summary)
+		fmt.Fprintf(w, "%-*s %-18s %s\n", nameWidth(), v.Scenario, verdictWord(v), sc.Summary)
 	}
 }
 
@@ -217,4 +217,13 @@ func entryTable(entries []entry) string {
 		fmt.Fprintf(&b, "  %-20s %s\n", e.name, e.summary)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// nameWidth is the width of the name column: the longest scenario name.
+func nameWidth() int {
+	w := 0
+	for _, s := range scenarios.All {
+		w = max(w, len(s.Name))
+	}
+	return w
 }
