@@ -141,3 +141,21 @@ func (l *Lab) waitBlocked(ctx context.Context, session, holder *pgx.Conn) error 
 	}
 	return fmt.Errorf("backend %d never waited for backend %d", waiter, blocker)
 }
+
+// holdRow has a maintenance job of its own lock an account's row, as an
+// outage would, until the returned release is called.
+func (l *Lab) holdRow(ctx context.Context, account int64) (release func() error, err error) {
+	maintenance, err := l.Session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := maintenance.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account); err != nil {
+		tx.Rollback(ctx)
+		return nil, err
+	}
+	return func() error { return tx.Rollback(ctx) }, nil
+}

@@ -39,20 +39,13 @@ var Replay500 = &Mistake{
 			return nil
 		}
 		lab.Step("a brief outage")
-		maintenance, err := lab.Session(ctx)
+		release, err := lab.holdRow(ctx, 1)
 		if err != nil {
-			return err
-		}
-		tx, err := maintenance.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE"); err != nil {
 			return err
 		}
 		lab.Say("a maintenance job holds Ada's account row")
 		send("attempt 1")
-		if err := tx.Rollback(ctx); err != nil {
+		if err := release(); err != nil {
 			return err
 		}
 		lab.Say("the outage is over")

@@ -50,15 +50,8 @@ var UnknownOutcome = &Scenario{
 		lab.Say("%-36s the phone sees: %v", cases[0].what+":", errLostResponse)
 		// Case 2: a maintenance job holds Ada's row past the server's lock
 		// timeout, so the transfer fails; the answer is lost too.
-		maintenance, err := lab.Session(ctx)
+		release, err := lab.holdRow(ctx, 1)
 		if err != nil {
-			return err
-		}
-		tx, err := maintenance.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE"); err != nil {
 			return err
 		}
 		_, failed := handler.Handle(ctx, cases[1].call)
@@ -66,7 +59,7 @@ var UnknownOutcome = &Scenario{
 		if !errors.As(failed, &pgErr) {
 			return fmt.Errorf("case 2 should have failed on the server, got %v", failed)
 		}
-		if err := tx.Rollback(ctx); err != nil {
+		if err := release(); err != nil {
 			return err
 		}
 		lab.Say("%-36s the phone sees: %v", cases[1].what+":", errLostResponse)
