@@ -332,5 +332,3 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -25,7 +25,7 @@ func Resume(p *os.Process) error { return p.Signal(syscall.SIGCONT) }
 // Terminate asks a process to stop in an orderly way (SIGTERM).
 func Terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
 
-// Interrupt sends SIGINT: for PostgreSQL, a fast shutdown.
+// InterruptProcess sends SIGINT: for PostgreSQL, a fast shutdown.
 func InterruptProcess(p *os.Process) error { return p.Signal(syscall.SIGINT) }
 
 // Quit sends SIGQUIT: for PostgreSQL, an immediate shutdown, as a crash.
