@@ -246,6 +246,15 @@ type Options struct {
 	// Bank is the bank binary, for scenarios that start bank serve
 	// processes of their own.
 	Bank string
+	// Predictions are the learner's answers to the quiz's questions about
+	// this scenario (--predict): each is marked where its line appears.
+	Predictions []Prediction
+}
+
+// Prediction is a learner's answer to a question, before the run.
+type Prediction struct {
+	Q      Question
+	Chosen string
 }
 
 // Run runs one scenario in a fresh database and checks the invariants.

@@ -34,7 +34,18 @@ func newPrinter(w io.Writer, sc *Scenario, o Options) printer {
 	if o.JSON {
 		return &jsonPrinter{enc: json.NewEncoder(w), sc: sc}
 	}
-	return &textPrinter{w: w, sc: sc, o: o, palette: newPalette(o.Color)}
+	p := &textPrinter{w: w, sc: sc, o: o, palette: newPalette(o.Color)}
+	for _, pr := range o.Predictions {
+		p.pending = append(p.pending, &pending{Prediction: pr})
+	}
+	return p
+}
+
+// pending is a prediction waiting for its line.
+type pending struct {
+	Prediction
+	seen        int // lines with the question's prefix so far
+	done, right bool
 }
 
 // palette holds colours decided for one writer (fatih/color's global
@@ -60,7 +71,8 @@ func newPalette(on bool) palette {
 }
 
 type textPrinter struct {
-	w  io.Writer
+	pending []*pending
+	w       io.Writer
 	sc *Scenario
 	o  Options
 	palette
@@ -90,7 +102,36 @@ func (p *textPrinter) step(title string, part bool) {
 	}
 }
 
-func (p *textPrinter) line(_, text string, _ *response) { fmt.Fprintln(p.w, text) }
+func (p *textPrinter) line(_, text string, _ *response) {
+	fmt.Fprintln(p.w, text)
+	for _, l := range strings.Split(text, "\n") {
+		p.mark(l)
+	}
+}
+
+// mark says, under the line that answers a prediction, whether it was right.
+func (p *textPrinter) mark(line string) {
+	for _, pr := range p.pending {
+		if pr.done || !strings.HasPrefix(line, pr.Q.Line) {
+			continue
+		}
+		if pr.seen++; pr.seen <= pr.Q.Nth {
+			continue
+		}
+		q := pr.Q
+		q.Nth = 0
+		got, err := q.read(line)
+		if err != nil {
+			continue
+		}
+		pr.done, pr.right = true, got == pr.Chosen
+		if pr.right {
+			fmt.Fprintf(p.w, "%s\n", p.good.Sprintf("   ↳ you predicted %q: right", pr.Chosen))
+		} else {
+			fmt.Fprintf(p.w, "%s\n", p.bad.Sprintf("   ↳ you predicted %q; the lab printed %q. %s", pr.Chosen, got, q.Why))
+		}
+	}
+}
 
 func (p *textPrinter) balances(_, label string, s bank.Snapshot) {
 	if label != "" {
@@ -118,6 +159,15 @@ func (p *textPrinter) verdict(v Verdict) {
 		fmt.Fprintln(p.w, strings.TrimRight(line, " "))
 	}
 	fmt.Fprintln(p.w, p.verdictLine(v))
+	if len(p.pending) > 0 {
+		right := 0
+		for _, pr := range p.pending {
+			if pr.right {
+				right++
+			}
+		}
+		fmt.Fprintf(p.w, "your predictions: %d of %d right\n", right, len(p.pending))
+	}
 	fmt.Fprintln(p.w)
 }
 

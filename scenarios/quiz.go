@@ -194,3 +194,14 @@ func (q Question) read(transcript string) (string, error) {
 	}
 	return "", fmt.Errorf("quiz: %s printed no line starting %q", q.Scenario, q.Line)
 }
+
+// QuestionsFor is the quiz's questions about one scenario, in order.
+func QuestionsFor(scenario string) []Question {
+	var qs []Question
+	for _, q := range Quiz {
+		if q.Scenario == scenario {
+			qs = append(qs, q)
+		}
+	}
+	return qs
+}

@@ -1,8 +1,13 @@
 package scenarios
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
 )
 
 // TestQuizAnswersComeFromTheRuns: every question's right answer is read
@@ -44,5 +49,32 @@ func TestDrawRepeatsWithItsSeed(t *testing.T) {
 			t.Fatalf("%q drawn twice", q.Ask)
 		}
 		seen[q.Ask] = true
+	}
+}
+
+// TestPredictionsAreMarkedWhereTheirLinesAppear: with --predict, each
+// prediction is marked under the line that answers it, and scored.
+func TestPredictionsAreMarkedWhereTheirLinesAppear(t *testing.T) {
+	qs := QuestionsFor("crash")
+	if len(qs) < 2 {
+		t.Fatalf("crash has %d questions", len(qs))
+	}
+	var preds []Prediction
+	for _, q := range qs[:2] {
+		preds = append(preds, Prediction{Q: q, Chosen: "409"})
+	}
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), pgtest.Cluster(), Crash, &out, Options{Predictions: preds}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"retry after 10 s: 409 request_in_progress\n   ↳ you predicted \"409\": right\n",
+		"retry after 31 s: 201 transfer 1\n   ↳ you predicted \"409\"; the lab printed \"201\".",
+		"your predictions: 1 of 2 right\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
 	}
 }

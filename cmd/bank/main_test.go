@@ -107,6 +107,19 @@ func TestHelpListsTheNames(t *testing.T) {
 	}
 }
 
+// TestPredictWithoutATerminal: --predict in a pipe says so once and the
+// transcript is the golden one.
+func TestPredictWithoutATerminal(t *testing.T) {
+	r := cli(t, nil, "scenario", "crash", "--predict")
+	want, _ := os.ReadFile("../../testdata/scenarios/crash.golden")
+	if r.code != 0 || r.stdout != string(want) || strings.Count(r.stderr, "--predict asks on a terminal") != 1 {
+		t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
+	}
+	if r := cli(t, nil, "scenario", "all", "--predict"); r.code != exitUsage {
+		t.Errorf("--predict with all: exit %d", r.code)
+	}
+}
+
 // TestStepWithoutATerminal: --step in a pipe says once that it runs
 // straight through, and the transcript is unchanged.
 func TestStepWithoutATerminal(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 )
 
 type scenarioFlags struct {
-	step, explain, json, keep bool
+	step, explain, json, keep, predict bool
 }
 
 func (a *app) scenarioCommand() *cobra.Command {
@@ -50,6 +50,7 @@ The scenarios, in the lesson's order:
 	cmd.Flags().BoolVar(&f.explain, "explain", false, "say what each step is about before it runs")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of the transcript")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the scenario's database and print its name, to look at with psql")
+	cmd.Flags().BoolVar(&f.predict, "predict", false, "predict the outcomes first (a class question), then watch the run mark them (on a terminal)")
 	return cmd
 }
 
@@ -87,6 +88,12 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	}
 	if f.keep && name == "all" {
 		return usagef("--keep works with one scenario at a time")
+	}
+	if f.predict && name == "all" {
+		return usagef("--predict works with one scenario at a time")
+	}
+	if f.predict {
+		o.Predictions = a.predictions(name)
 	}
 	db, err := a.openDatabase(ctx)
 	if err != nil {
@@ -226,4 +233,31 @@ func nameWidth() int {
 		w = max(w, len(s.Name))
 	}
 	return w
+}
+
+// predictions asks, before the run, the quiz's questions about scenario.
+func (a *app) predictions(scenario string) []scenarios.Prediction {
+	if !isTerminal(a.io.In) || !isTerminal(a.io.Out) {
+		fmt.Fprintln(a.io.Err, "bank: --predict asks on a terminal; running straight through")
+		return nil
+	}
+	qs := scenarios.QuestionsFor(scenario)
+	if len(qs) == 0 {
+		fmt.Fprintf(a.io.Err, "bank: no questions about %s yet; running it\n", scenario)
+		return nil
+	}
+	in := bufio.NewReader(a.io.In)
+	var ps []scenarios.Prediction
+	fmt.Fprintf(a.io.Out, "before %s runs, predict:\n", scenario)
+	for i, q := range qs {
+		fmt.Fprintf(a.io.Out, "\n%d. %s\n", i+1, q.Ask)
+		for j, opt := range q.Options {
+			fmt.Fprintf(a.io.Out, "   %d) %s\n", j+1, opt)
+		}
+		if n := ask(a, in, len(q.Options)); n > 0 {
+			ps = append(ps, scenarios.Prediction{Q: q, Chosen: q.Options[n-1]})
+		}
+	}
+	fmt.Fprintln(a.io.Out)
+	return ps
 }
