@@ -73,8 +73,8 @@ func newPalette(on bool) palette {
 type textPrinter struct {
 	pending []*pending
 	w       io.Writer
-	sc *Scenario
-	o  Options
+	sc      *Scenario
+	o       Options
 	palette
 }
 
