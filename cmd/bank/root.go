@@ -70,6 +70,8 @@ Start with:
   bank scenario naive     one lesson
   bank scenario all       all of them, with a verdict table
   bank mistake list       the lesson's table of mistakes, each made on purpose and fixed
+  bank exercise list      the lesson's exercises, checked on your own program
+  bank quiz               five questions, answered by real runs
 
 Then: bank serve and bank send (the API over HTTP), bank torture (every fault
 at once), bank bench (what idempotency costs).
