@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,7 +49,12 @@ transfer has committed (the connection is closed instead of answered), and
   bank serve --lose-responses 2          # then: bank send --from 1 --to 2 --amount-kobo 1000000
   bank serve --addr 127.0.0.1:9000 --lock-ttl 5s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.serveEnv(cmd, &f); err != nil {
+				return err
+			}
+			return a.serve(cmd.Context(), f)
+		},
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	cmd.Flags().Int64Var(&f.loseResponses, "lose-responses", 0, "lose the first N transfer responses, after the transfer committed")
@@ -188,4 +194,26 @@ tokens: token-ada (user 1, account 1), token-bola (user 2, account 2), token-chi
 try it, twice, to see the second answer replayed:
   curl -i -X POST %s/transfers -H 'Authorization: Bearer token-ada' -H 'Idempotency-Key: demo-key-0000000001' -H 'Content-Type: application/json' -d '{"from":1,"to":2,"amountKobo":1000000}'
 `, base, base)
+}
+
+// serveEnv takes the twelve-factor settings a process manager (or bank
+// grade) gives: PORT for --addr 127.0.0.1:PORT and LOCK_TTL_MS for
+// --lock-ttl, unless the flags were given. (DATABASE_URL is read where
+// every command reads it.)
+func (a *app) serveEnv(cmd *cobra.Command, f *serveFlags) error {
+	if p := a.getenv("PORT"); p != "" && !cmd.Flags().Changed("addr") {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > 65535 {
+			return usagef("PORT=%q is not a port number: set it to one, such as 8080, or use --addr", p)
+		}
+		f.addr = "127.0.0.1:" + p
+	}
+	if ms := a.getenv("LOCK_TTL_MS"); ms != "" && !cmd.Flags().Changed("lock-ttl") {
+		n, err := strconv.Atoi(ms)
+		if err != nil || n <= 0 {
+			return usagef("LOCK_TTL_MS=%q is not a positive number of milliseconds: set it to one, such as 30000, or use --lock-ttl", ms)
+		}
+		f.lockTTL = time.Duration(n) * time.Millisecond
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -321,5 +322,34 @@ func TestBenchRuns(t *testing.T) {
 		if r.Requests == 0 || r.Errors != 0 {
 			t.Errorf("%s: %d requests, %d errors %v", r.Mode, r.Requests, r.Errors, r.Failures)
 		}
+	}
+}
+
+// TestServeTakesTheTwelveFactorSettings: PORT picks the loopback port and
+// a bad PORT or LOCK_TTL_MS is a one-line usage error.
+func TestServeTakesTheTwelveFactorSettings(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	cmd := command(t, pgtest.CacheDir(t), "serve")
+	cmd.Env = append(cmd.Env, "PORT="+port, "LOCK_TTL_MS=1500")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() }()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if !strings.Contains(line, "http://127.0.0.1:"+port) {
+		t.Fatalf("PORT=%s, but serve says %q", port, line)
+	}
+	for _, env := range []map[string]string{{"PORT": "eighty"}, {"LOCK_TTL_MS": "-5"}} {
+		r := cli(t, env, "serve")
+		if r.code != exitUsage {
+			t.Errorf("%v: exit %d %q", env, r.code, r.stderr)
+		}
+		oneLine(t, r)
 	}
 }
