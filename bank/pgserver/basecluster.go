@@ -49,7 +49,7 @@ func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (st
 	if err := account.give(building); err != nil {
 		return "", envErr("base cluster: %w", err)
 	}
-	args := []string{"-D", building, "-U", superuser, "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
+	args := []string{"-D", building, "-U", superuser, "-E", "UTF8", "--locale=C", "--no-sync",
 		// Unix sockets in a directory only the user can enter are the
 		// lock on the door; TCP, where it is used, needs the password.
 		"--auth-local=trust", "--auth-host=scram-sha-256"}

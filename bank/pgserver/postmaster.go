@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ func (s *Server) settings() []string {
 	if runtime.GOOS == "windows" {
 		sockets = ""
 	}
-	return []string{
+	settings := []string{
 		"listen_addresses=" + listen,
 		"unix_socket_directories=" + sockets,
 		"unix_socket_permissions=0700",
@@ -49,13 +50,16 @@ func (s *Server) settings() []string {
 		"max_connections=200",
 		"log_min_messages=warning",
 		"log_checkpoints=off",
-		"idle_session_timeout=0",
 		// Scenario databases are cloned with the FILE_COPY strategy, which
 		// copies files instead of writing the template into WAL.
 		"wal_level=minimal",
 		"max_wal_senders=0",
 		"wal_init_zero=off",
 	}
+	if s.Binaries.Major >= 14 { // unknown to PostgreSQL 13, which would refuse to start
+		settings = append(settings, "idle_session_timeout=0")
+	}
+	return settings
 }
 
 // launch starts postgres on s.port and waits until it accepts connections.
@@ -65,6 +69,12 @@ func (s *Server) launch(ctx context.Context) error {
 			return &Error{portTaken{s.port}}
 		} else {
 			l.Close()
+		}
+	}
+	if runtime.GOOS != "windows" {
+		// A unix socket's path has room for about 104 bytes.
+		if sock := filepath.Join(s.slot.dir, ".s.PGSQL."+strconv.Itoa(s.port)); len(sock) > 100 {
+			return envErr("the server's socket path %s is too long for a unix socket: set BANK_CACHE_DIR to a shorter directory", sock)
 		}
 	}
 	logFile, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
