@@ -54,7 +54,7 @@ func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (st
 		// lock on the door; TCP, where it is used, needs the password.
 		"--auth-local=trust", "--auth-host=scram-sha-256"}
 	if runtime.GOOS == "windows" {
-		pw := filepath.Join(home, "password")
+		pw := filepath.Join(home, "base.password")
 		if err := writeFile(pw, []byte(randomHex(16)+"\n"), 0o600); err != nil {
 			return "", envErr("base cluster: %w", err)
 		}

@@ -144,9 +144,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.LogPath = s.slot.log
-	if runtime.GOOS == "windows" {
-		s.password, _ = readSmall(filepath.Join(home, "password"))
-	}
 	reused := s.slot.holds(id)
 	if !reused {
 		err = s.slot.fill(filepath.Join(home, "base"), id, account)
@@ -190,6 +187,9 @@ func prepareHome(home string, real Binaries, account *runAs, mode os.FileMode, s
 // startOn starts the server; with TCP, on port (or a free one, retried if
 // another process takes it first), and then gives it a fresh password.
 func (s *Server) startOn(ctx context.Context, port int) error {
+	if runtime.GOOS == "windows" {
+		s.password = s.knownPassword()
+	}
 	if !s.tcp {
 		return s.launch(ctx)
 	}
@@ -273,9 +273,20 @@ func (s *Server) newPassword(ctx context.Context) error {
 		return envErr("password file: %w", err)
 	}
 	if runtime.GOOS == "windows" {
-		return writeFile(filepath.Join(s.home, "password"), []byte(next+"\n"), 0o600)
+		return writeFile(s.slot.password, []byte(next+"\n"), 0o600)
 	}
 	return nil
+}
+
+// knownPassword is the password the slot's cluster has now (Windows, where
+// TCP is the only door): the one the last run in this slot set, else the
+// base cluster's, which a fresh copy still has.
+func (s *Server) knownPassword() string {
+	if pw, ok := readSmall(s.slot.password); ok {
+		return pw
+	}
+	pw, _ := readSmall(filepath.Join(s.home, "base.password"))
+	return pw
 }
 
 // PassFile is the 0600 password file (libpq's PGPASSFILE format) for TCP

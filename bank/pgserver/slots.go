@@ -16,6 +16,7 @@ import (
 // own directory with the cluster in N/data and the server's unix socket.
 type slot struct {
 	dir, data, log, stamp string
+	password              string // Windows: the password the last run set
 	lock                  *os.File
 }
 
@@ -36,7 +37,7 @@ func takeSlot(dir string) (*slot, error) {
 			}
 			continue
 		}
-		return &slot{dir: name, data: filepath.Join(name, "data"), log: name + ".log", stamp: name + ".base", lock: lock}, nil
+		return &slot{dir: name, data: filepath.Join(name, "data"), log: name + ".log", stamp: name + ".base", password: name + ".password", lock: lock}, nil
 	}
 	return nil, envErr("all %d server slots in %s are busy: stop some bank runs, or wait for them", maxSlots, dir)
 }
@@ -52,6 +53,7 @@ func (s *slot) holds(id string) bool {
 // written last, so a copy cut short is redone next time.
 func (s *slot) fill(base, id string, account *runAs) error {
 	os.Remove(s.stamp)
+	os.Remove(s.password)                       // a fresh copy has the base cluster's password
 	if err := os.RemoveAll(s.dir); err != nil { // does not follow links
 		return envErr("clearing slot: %w", err)
 	}
