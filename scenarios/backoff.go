@@ -28,6 +28,7 @@ var Backoff = &Scenario{
 	Summary: "50 phones retry together: without backoff a slow server stays down; growing waits with jitter let it recover",
 	Section: "Over HTTP, with a retrying client",
 	Fix:     "the backoff parts above: waits that grow, with jitter",
+	Blind:   map[Check]string{TotalKept: "transfers that never happen move no money", LedgerAgrees: "nothing moved, so the books agree"},
 	Explain: map[string]string{
 		"broken: no backoff, every phone retries at once": "Every phone retries 10 ms after each timeout: every 10 ms gets all 50.",
 	},

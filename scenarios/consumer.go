@@ -22,6 +22,7 @@ var Consumer = &Scenario{
 	Summary: "a queue redelivers an event after the consumer crashed before acknowledging it",
 	Section: "Event consumers: processed_events in the effect's transaction",
 	Fix:     "the safe part above: processed_events written in the effect's transaction",
+	Blind:   map[Check]string{TotalKept: "reward points are not money", LedgerAgrees: "reward points are not in the books"},
 	Explain: map[string]string{
 		"broken: no record of processed events": "The consumer commits the points, then crashes before acknowledging the message.",
 		"safe: processed_events":                "The event id is recorded in the transaction that gives the points.",

@@ -23,6 +23,7 @@ var LedgerKey = &Scenario{
 	Summary: "a second code path bypasses the key store: the ledger's own unique key refuses the duplicate",
 	Section: "Idempotent consumers and retention: the ledger, the last line of defence",
 	Fix:     "the safe part above: the key on every ledger row, unique",
+	Blind:   twiceBlind,
 	Explain: map[string]string{
 		"broken: a ledger that does not know the key":  "The API goes through the key store; the resend job calls the transfer directly.",
 		"safe: the ledger row carries the key, unique": "Both paths stamp the transfer row with the key, in the transfer's transaction.",

@@ -20,6 +20,7 @@ var MemoryKeys = &Mistake{
 	Summary: "keys in a map in memory",
 	Happens: "lost on restart, and not shared with the other copies of the server",
 	Fix:     "keys in PostgreSQL, shared by every copy of the server and kept across restarts",
+	Blind:   twiceBlind,
 	Explain: map[string]string{
 		"the server restarts":      "bank serve loses the first response; during the client's backoff the server restarts.",
 		"two copies of the server": "Two bank serve processes on two ports share the bank; the retry goes to the other one.",

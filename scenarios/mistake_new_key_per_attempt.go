@@ -14,6 +14,7 @@ var NewKeyPerAttempt = &Mistake{
 	Summary: "a new key for every attempt",
 	Happens: "every retry looks new; a lost response leads to two transfers",
 	Fix:     "one key per intent, made before the first attempt and reused on every retry",
+	Blind:   twiceBlind,
 	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		h := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}

@@ -16,6 +16,7 @@ var NoFencing = &Mistake{
 	Summary: "a lock expiry but no fencing token",
 	Happens: "a slow server and the retry that took over both commit their transfer",
 	Fix:     "storing the response needs the current lock id; the slow server's transaction rolls back",
+	Blind:   twiceBlind,
 	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		body := []byte(adaPaysBola)

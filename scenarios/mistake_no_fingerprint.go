@@ -16,6 +16,7 @@ var NoFingerprint = &Mistake{
 	Summary: "ignoring the request fingerprint",
 	Happens: "a key reused for a different amount is told the earlier transfer succeeded",
 	Fix:     "the request's fingerprint is stored with the key; a different request gets 422",
+	Blind:   falseBlind,
 	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
 		lies := 0
 		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)

@@ -15,6 +15,7 @@ var NoLockExpiry = &Mistake{
 	Summary: "a lock with no expiry",
 	Happens: "one crash blocks that key for ever: the user can never complete that transfer",
 	Fix:     "the lock expires (30 s) and a retry takes the key over",
+	Blind:   neverBlind,
 	Steps: crashStory(noExpiry, "the server crashes holding the key",
 		func(crash func(context.Context)) api.Hooks { return api.Hooks{AfterClaim: crash} },
 		10*time.Second, 31*time.Second, 24*time.Hour),

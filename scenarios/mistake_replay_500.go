@@ -17,6 +17,7 @@ var Replay500 = &Mistake{
 	Summary: "replaying stored 500s",
 	Happens: "a temporary outage becomes a permanent failure for that key",
 	Fix:     "an unexpected error releases the key; the retry runs and succeeds",
+	Blind:   neverBlind,
 	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		server, err := lab.Session(ctx)

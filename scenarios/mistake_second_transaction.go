@@ -17,6 +17,7 @@ var SecondTransaction = &Mistake{
 	Summary: "storing the response in a second transaction",
 	Happens: "a crash between the two commits leaves a done transfer with no stored response; the retry transfers again",
 	Fix:     "the transfer and the stored response commit in one transaction",
+	Blind:   twiceBlind,
 	Steps: crashStory(secondTransaction, "a crash between the transfer and the stored response",
 		func(crash func(context.Context)) api.Hooks { return api.Hooks{BeforeStore: crash} },
 		10*time.Second, 31*time.Second),

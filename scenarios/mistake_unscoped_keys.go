@@ -15,6 +15,7 @@ var UnscopedKeys = &Mistake{
 	Summary: "keys not scoped to the user",
 	Happens: "another user sending the same key string gets the first user's stored response",
 	Fix:     "keys stored under (user, key): Bola's key is his own",
+	Blind:   neverBlind,
 	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
 		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)
 		lab.Intent("Bola's ₦1,000", 2, 1, 100_000, 1).BrokenIf(broken)

@@ -19,6 +19,9 @@ type Mistake struct {
 	Happens string // what it costs
 	Fix     string // what the correct version does instead
 	Explain map[string]string
+	// Blind says why a money check holds although the mistake did its
+	// damage (see Scenario.Blind).
+	Blind map[Check]string
 	// Steps tells the story; broken says which half is running. Intents
 	// that the mistake breaks are declared with BrokenIf(broken).
 	Steps func(ctx context.Context, lab *Lab, broken bool) error
@@ -74,6 +77,23 @@ func (v MistakeVerdict) Reproduced() bool {
 	return v.Broken.Reproduced && v.Broken.ShowsBreak && v.Fixed.Reproduced && !v.Fixed.ShowsBreak
 }
 
+// Why the money checks hold while a mistake does its damage: every
+// mistake of the lesson's table breaks "once each", in one of three ways.
+var (
+	twiceBlind = map[Check]string{
+		TotalKept:    "a transfer made twice still conserves money",
+		LedgerAgrees: "both transfers are recorded, so the books agree",
+	}
+	neverBlind = map[Check]string{
+		TotalKept:    "a transfer that never happens moves no money",
+		LedgerAgrees: "nothing moved, so the books agree",
+	}
+	falseBlind = map[Check]string{
+		TotalKept:    "the false success moved no money",
+		LedgerAgrees: "nothing moved for it, so the books agree",
+	}
+)
+
 // RunMistake runs the broken half, then the fixed half, then prints their
 // checks side by side.
 func RunMistake(ctx context.Context, cluster *pgserver.Cluster, m *Mistake, w io.Writer, o Options) (MistakeVerdict, error) {
@@ -86,7 +106,7 @@ func RunMistake(ctx context.Context, cluster *pgserver.Cluster, m *Mistake, w io
 			name, summary = m.Name+", fixed", m.Fix
 			fix, prevents = "", "the damage of the broken half above"
 		}
-		sc := &Scenario{Name: name, Summary: summary, Explain: m.Explain, Fix: fix, Prevents: prevents,
+		sc := &Scenario{Name: name, Summary: summary, Explain: m.Explain, Fix: fix, Prevents: prevents, Blind: m.Blind,
 			Run: func(ctx context.Context, lab *Lab) error { return m.Steps(ctx, lab, broken) }}
 		var half Verdict
 		if half, err = Run(ctx, cluster, sc, w, o); err != nil {

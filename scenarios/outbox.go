@@ -22,6 +22,7 @@ var Outbox = &Scenario{
 	Summary: "an SMS per transfer: sent in the transaction or after it goes wrong; the outbox delivers once",
 	Section: "Side effects outside the database",
 	Fix:     "the safe part above: the message written in the transfer's transaction, sent with its own key",
+	Blind:   map[Check]string{TotalKept: "an SMS is not money", LedgerAgrees: "an SMS is not in the books"},
 	Explain: map[string]string{
 		"broken: send inside the transaction": "The SMS is sent before COMMIT. The app's connection then dies, and the transfer rolls back.",
 		"broken: send after the commit":       "The transfer commits, then the server dies before it sends the SMS.",

@@ -22,6 +22,7 @@ var Rails = &Scenario{
 	Summary: "a payout to another bank times out after the rail accepted it: a new reference pays twice",
 	Section: "Outbound to rails: one reference per attempt family",
 	Fix:     "the safe part above: one reference per payout, and a status enquiry before retrying",
+	Blind:   map[Check]string{TotalKept: "the second payment happened at the rail, outside the bank's books", LedgerAgrees: "the bank recorded the payout once"},
 	Explain: map[string]string{
 		"broken: a new reference per retry, for Ada's ₦10,000 payout":       "The rail pays, then its answer is lost. The retry carries a fresh reference.",
 		"safe: one reference and a status enquiry, for Ada's ₦5,000 payout": "The reference is stored with the payout before the first call. After a timeout the bank asks\nthe rail whether it has that reference, and retries only if it has not.",

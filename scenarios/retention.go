@@ -20,6 +20,7 @@ var Retention = &Scenario{
 	Summary: "old keys are deleted; a retry that outlives its key moves money again",
 	Section: "Key retention",
 	Fix:     "keeping keys longer than the longest retry, as the 48-hour clean-up above did",
+	Blind:   twiceBlind,
 	Explain: map[string]string{
 		"day one":      "Two intents complete; their phones never see the answers.",
 		"next day":     "25 hours later: a key in progress whose lock a retry took over seconds ago, and the clean-up.",

@@ -21,6 +21,7 @@ var Webhook = &Scenario{
 	Summary: "a provider delivers one \"payment received\" event three times, two at once, plus a twin event",
 	Section: "Inbound webhooks: dedupe on the provider's event id",
 	Fix:     "the safe part above: the event's id recorded in the credit's transaction",
+	Blind:   map[Check]string{TotalKept: "every credit was booked as a deposit", LedgerAgrees: "every credit was booked as a deposit"},
 	Explain: map[string]string{
 		"broken: credit every delivery":          "Each delivery credits the account, records a deposit, and answers 200.",
 		"safe: record the event with the credit": "processed_events has the provider's event id as its key, and (object, type) unique.\nThe insert and the credit share one transaction; a copy arriving meanwhile waits for it.",
