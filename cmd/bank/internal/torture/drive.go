@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -22,8 +23,13 @@ func randomHex(n int) string {
 
 // send makes one attempt at replica i and records it.
 func (r *run) send(ctx context.Context, i int, key, body, kind string) attempt {
+	return r.sendWith(ctx, r.http, i, key, body, kind)
+}
+
+// sendWith is send through a given HTTP client.
+func (r *run) sendWith(ctx context.Context, hc *http.Client, i int, key, body, kind string) attempt {
 	rp := r.cfg.Replicas[i%len(r.cfg.Replicas)]
-	c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: r.http, MaxAttempts: 1}
+	c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: hc, MaxAttempts: 1}
 	a := attempt{Key: key, Replica: i % len(r.cfg.Replicas), Kind: kind}
 	start := time.Now()
 	res, err := c.Send(ctx, key, []byte(body))

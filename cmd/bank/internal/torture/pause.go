@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
@@ -20,19 +21,20 @@ import (
 //  2. it sends an intent of its own to the victim replica, which claims
 //     the key (a commit of its own) and then blocks on that row;
 //  3. once pg_blocking_pids shows the victim's session waiting on the
-//     run, the victim is paused (SIGSTOP) and the row released: the
-//     victim's transaction now holds the row, frozen;
+//     run, the victim is paused (SIGSTOP);
 //  4. once the key's lock has expired, the same request goes to the other
-//     replica, which takes the key over (a new lock id in the key's row)
-//     and then waits for the frozen row;
-//  5. once the key's row shows the takeover, the victim resumes: its late
-//     work must be refused by the fencing token (with the lesson's
-//     store), and the other replica's transfer commits. (A store that
-//     keeps no key in the database goes straight to the transfer: there,
-//     pg_blocking_pids shows the copy waiting on the victim.)
+//     replica (again, if a try fails on the way), until the key's row
+//     shows the takeover: a new lock id, still in progress;
+//  5. only then does the run release the row, and the victim resumes: its
+//     late work must be refused by the fencing token (with the lesson's
+//     store), and the other replica's transfer commits.
 //
-// With a broken store (--break) the same steps move the money twice,
-// every time, which is what the checker must then catch.
+// The run holds the row until the takeover is seen, so the victim cannot
+// finish first, however late the pause lands. A store that keeps no key
+// in the database (the broken ones) sends the copy straight to the
+// transfer: there the run waits until the copy too is blocked. With a
+// broken store the same steps move the money twice, every time, which is
+// what the checker must then catch.
 func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 	reps := r.cfg.Replicas
 	if len(reps) < 2 {
@@ -41,8 +43,8 @@ func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 	v := rnd.IntN(len(reps))
 	victim, other := reps[v], reps[(v+1)%len(reps)]
 	// Between Ada's and Bola's own accounts, which no seeded intent
-	// touches (those use the extra accounts): the only session of the
-	// victim that can wait on the run's row lock is this request's.
+	// touches (those use the extra accounts): the only sessions that can
+	// wait on the run's row lock are this intent's.
 	in := r.newIntent(rnd, "pause", 1, 2)
 
 	conn, err := r.cfg.DB.Acquire(ctx)
@@ -63,18 +65,27 @@ func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 		return err
 	}
 
+	// The choreography's own requests must reach their servers whatever
+	// the load: no short client timeout (the run's clients give up after
+	// half the lock TTL), only a bound.
+	hc := &http.Client{Timeout: 60 * time.Second}
 	var sends sync.WaitGroup
-	send := func(replica int, kind string) {
+	send := func(replica int, kind string) <-chan struct{} {
+		done := make(chan struct{})
 		sends.Add(1)
 		go func() {
 			defer sends.Done()
-			r.keep(in, r.send(ctx, replica, in.key, in.body, kind))
+			defer close(done)
+			r.keep(in, r.sendWith(ctx, hc, replica, in.key, in.body, kind))
 		}()
+		return done
 	}
 	send(v, "send")
-	if err := r.await(ctx, "the victim blocked on the run's row lock",
-		`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND $2::int = ANY (pg_blocking_pids(pid)))`,
-		victim.Name(), us); err != nil {
+	blockedBy := func(name string) (string, []any) {
+		return `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND $2::int = ANY (pg_blocking_pids(pid)))`, []any{name, us}
+	}
+	q, args := blockedBy(victim.Name())
+	if err := r.await(ctx, "the victim blocked on the run's row lock", q, args...); err != nil {
 		return err
 	}
 	// The victim's claim, if its store keeps keys in the database: the
@@ -92,29 +103,19 @@ func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 			victim.Resume()
 		}
 	}()
-	if err := tx.Rollback(ctx); err != nil {
-		return err
-	}
 	if err := r.await(ctx, "the key's lock to expire",
 		`SELECT NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE key = $1 AND status = 'in_progress' AND locked_until > now() - interval '100 milliseconds')`,
 		in.key); err != nil {
 		return err
 	}
-	send((v+1)%len(reps), "duplicate")
+	taken, takenArgs := blockedBy(other.Name()) // no key in the database: the copy waits on the row
 	if claimedLock != nil {
-		// The takeover itself, seen in the key's row: precise, whatever
-		// else the frozen victim holds up.
-		if err := r.await(ctx, "the other replica to take the key over",
-			`SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE key = $1 AND lock_id IS DISTINCT FROM $2)`,
-			in.key, *claimedLock); err != nil {
-			return err
-		}
-	} else if err := r.await(ctx, "the other replica blocked on the frozen victim",
-		// No key in the database (the broken stores): the copy goes
-		// straight to the transfer and waits for the victim's rows.
-		`SELECT EXISTS (SELECT 1 FROM pg_stat_activity a, pg_stat_activity b
-		   WHERE a.application_name = $1 AND b.application_name = $2 AND b.pid = ANY (pg_blocking_pids(a.pid)))`,
-		other.Name(), victim.Name()); err != nil {
+		taken, takenArgs = `SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE key = $1 AND status = 'in_progress' AND lock_id IS DISTINCT FROM $2)`, []any{in.key, *claimedLock}
+	}
+	if err := r.resendUntil(ctx, func() <-chan struct{} { return send((v+1)%len(reps), "duplicate") }, taken, takenArgs...); err != nil {
+		return err
+	}
+	if err := tx.Rollback(ctx); err != nil {
 		return err
 	}
 	resumed = true
@@ -125,10 +126,38 @@ func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 	return nil
 }
 
-// await polls a yes-or-no query every few milliseconds, for ten seconds
-// at most.
+// resendUntil sends (with send) until query says yes; a try that ends
+// before that (an error on the way, such as a connection the database
+// crash broke) is followed by another. Thirty seconds at most.
+func (r *run) resendUntil(ctx context.Context, send func() <-chan struct{}, query string, args ...any) error {
+	deadline := time.Now().Add(30 * time.Second)
+	done := send()
+	for {
+		var yes bool
+		if err := r.cfg.DB.QueryRow(ctx, query, args...).Scan(&yes); err != nil {
+			return fmt.Errorf("waiting for the other replica: %w", err)
+		}
+		if yes {
+			return nil
+		}
+		select {
+		case <-done:
+			if time.Now().After(deadline) {
+				return errors.New("waited 30 s for the other replica to take the key over")
+			}
+			done = send()
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// await polls a yes-or-no query every few milliseconds, for thirty
+// seconds at most (a loaded machine can be slow; the bound is for a run
+// that went wrong).
 func (r *run) await(ctx context.Context, what, query string, args ...any) error {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var yes bool
 		if err := r.cfg.DB.QueryRow(ctx, query, args...).Scan(&yes); err != nil {
@@ -138,7 +167,7 @@ func (r *run) await(ctx context.Context, what, query string, args ...any) error 
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("waited 10 s for %s", what)
+			return fmt.Errorf("waited 30 s for %s", what)
 		}
 		select {
 		case <-time.After(5 * time.Millisecond):
