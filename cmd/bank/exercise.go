@@ -88,11 +88,7 @@ or your program could not be started.`,
 }
 
 func exerciseEntries() []entry {
-	var e []entry
-	for _, x := range scenarios.Exercises {
-		e = append(e, entry{x.Name, x.Summary})
-	}
-	return e
+	return entriesOf(scenarios.Exercises, func(x *scenarios.Exercise) entry { return entry{x.Name, x.Summary} })
 }
 
 func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile string, program []string) error {

@@ -94,9 +94,5 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 }
 
 func mistakeEntries() []entry {
-	var e []entry
-	for _, m := range scenarios.Mistakes {
-		e = append(e, entry{m.Name, m.Summary})
-	}
-	return e
+	return entriesOf(scenarios.Mistakes, func(m *scenarios.Mistake) entry { return entry{m.Name, m.Summary} })
 }

@@ -182,11 +182,16 @@ func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Dat
 type entry struct{ name, summary string }
 
 func scenarioEntries() []entry {
-	var e []entry
-	for _, s := range scenarios.All {
-		e = append(e, entry{s.Name, s.Summary})
+	return entriesOf(scenarios.All, func(s *scenarios.Scenario) entry { return entry{s.Name, s.Summary} })
+}
+
+// entriesOf lists names and summaries of scenarios, mistakes or exercises.
+func entriesOf[T any](items []T, e func(T) entry) []entry {
+	out := make([]entry, len(items))
+	for i, it := range items {
+		out[i] = e(it)
 	}
-	return e
+	return out
 }
 
 // completeNames offers list, all and every name to shell completion.
