@@ -23,7 +23,7 @@ const ReadyEnv = "BANK_READY_LINE"
 type Child struct {
 	Addr   string // what its ready line announced
 	cmd    *exec.Cmd
-	stderr *tail
+	stderr *Tail
 }
 
 // StartChild starts cmd (its Env, if set, is extended) and waits until it
@@ -34,7 +34,7 @@ func StartChild(cmd *exec.Cmd) (*Child, error) {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, ReadyEnv+"=1")
-	c := &Child{cmd: cmd, stderr: &tail{}}
+	c := &Child{cmd: cmd, stderr: &Tail{}}
 	cmd.Stderr = c.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -94,13 +94,13 @@ func (c *Child) Stop() error {
 	return c.cmd.Wait()
 }
 
-// tail keeps the last few kilobytes a process wrote.
-type tail struct {
+// Tail keeps the last few kilobytes a process wrote.
+type Tail struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (t *tail) Write(b []byte) (int, error) {
+func (t *Tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf.Write(b)
@@ -110,8 +110,17 @@ func (t *tail) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (t *tail) String() string {
+func (t *Tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.buf.String()
+}
+
+// LastLines is at most the last n lines kept.
+func (t *Tail) LastLines(n int) string {
+	lines := strings.Split(strings.TrimRight(t.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

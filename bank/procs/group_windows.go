@@ -1,0 +1,24 @@
+package procs
+
+import "os/exec"
+
+type signal int
+
+const (
+	sigKill signal = iota
+	sigTerm
+	sigStop
+	sigCont
+)
+
+func bindGroup(cmd *exec.Cmd) { bind(cmd, Kill) }
+
+func startedGroup(*exec.Cmd) {}
+
+func (g *Group) signal(sig signal) error {
+	switch sig {
+	case sigStop, sigCont:
+		return errNoSignals
+	}
+	return g.cmd.Process.Kill()
+}
