@@ -90,7 +90,24 @@ func Version() string { return Schema + Flows + fmt.Sprint(Seed) }
 // Setup creates the bank's tables and the seed. (The idempotency keys are
 // idem's: whoever needs both composes them, as bank/api does.)
 func Setup(ctx context.Context, db *pgx.Conn) error {
-	if _, err := db.Exec(ctx, Schema+Flows); err != nil {
+	if err := SetupLesson(ctx, db); err != nil {
+		return err
+	}
+	if _, err := db.Exec(ctx, Flows); err != nil {
+		return fmt.Errorf("creating schema: %w", err)
+	}
+	return nil
+}
+
+// LessonVersion identifies SetupLesson's schema and seed.
+func LessonVersion() string { return Schema + fmt.Sprint(Seed) }
+
+// SetupLesson creates the lesson's two tables, accounts and transfers,
+// seeded with Ada, Bola and Chidi, and nothing else: the database a
+// learner's own server starts from (bank grade), where the server makes
+// its own key table.
+func SetupLesson(ctx context.Context, db *pgx.Conn) error {
+	if _, err := db.Exec(ctx, Schema); err != nil {
 		return fmt.Errorf("creating schema: %w", err)
 	}
 	for _, a := range Seed {

@@ -32,9 +32,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Schema is the key store. Keys are scoped to the user.
+// Schema is the key store. Keys are scoped to the user. It creates only
+// what is missing, so a server may run it on a database that has it.
 const Schema = `
-CREATE TABLE idempotency_keys (
+CREATE TABLE IF NOT EXISTS idempotency_keys (
   user_id bigint NOT NULL,
   key text NOT NULL,
   request_hash text NOT NULL,
@@ -46,8 +47,8 @@ CREATE TABLE idempotency_keys (
   created_at timestamptz NOT NULL,
   PRIMARY KEY (user_id, key)
 );
-CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
-CREATE TABLE processed_events (
+CREATE INDEX IF NOT EXISTS idempotency_keys_created_at ON idempotency_keys (created_at);
+CREATE TABLE IF NOT EXISTS processed_events (
   consumer text NOT NULL,
   event_id text NOT NULL,
   object_id text,
@@ -57,6 +58,19 @@ CREATE TABLE processed_events (
   UNIQUE (consumer, object_id, event_type)
 );
 `
+
+// EnsureSchema creates the key store where it is missing. Servers that
+// start together take turns (an advisory lock), since two CREATE TABLE IF
+// NOT EXISTS at the same moment can still collide.
+func EnsureSchema(ctx context.Context, db DB) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('idempotency_keys'))"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, Schema)
+		return err
+	})
+}
 
 // DefaultLockTTL is how long a claim holds a key before a retry may take
 // it over. It must outlive the slowest normal request.
@@ -147,18 +161,23 @@ func Problem(status int, code, message string) Response {
 	return Response{Status: status, Body: body}
 }
 
-// The answers Do gives on its own.
-func keyRequired() Response {
+// The answers Do gives on its own, exported so that the lab's broken
+// stores refuse in the same words.
+
+// KeyRequired answers a request with no valid key (400).
+func KeyRequired() Response {
 	return Problem(http.StatusBadRequest, "idempotency_key_required",
 		"send an Idempotency-Key header of 16 to 64 letters, digits, - or _")
 }
 
-func keyReused() Response {
+// KeyReused answers a key sent with a different request (422).
+func KeyReused() Response {
 	return Problem(http.StatusUnprocessableEntity, "idempotency_key_reused",
 		"this Idempotency-Key was already used with a different request")
 }
 
-func inProgress() Response {
+// InProgress answers a copy while the first is still running (409).
+func InProgress() Response {
 	return Problem(http.StatusConflict, "request_in_progress",
 		"an earlier copy of this request is still being processed; retry shortly")
 }
@@ -168,7 +187,7 @@ func inProgress() Response {
 // failed; then the key has been released and a retry may succeed.
 func (s *Store) Do(ctx context.Context, db DB, r Request, work Work) (Response, error) {
 	if !ValidKey(r.Key) {
-		return keyRequired(), nil
+		return KeyRequired(), nil
 	}
 	hash, err := Fingerprint(r.Method, r.Path, r.Body)
 	if err != nil {
@@ -214,14 +233,14 @@ func (s *Store) settle(ctx context.Context, db DB, r Request, hash, lock string,
 		FROM idempotency_keys WHERE user_id = $1 AND key = $2`, r.UserID, r.Key).Scan(&prevHash, &status, &code, &body)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Released between our claim and our look: a retry will claim it.
-		resp := inProgress()
+		resp := InProgress()
 		return &resp, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading idempotency key: %w", err)
 	}
 	if prevHash != hash {
-		resp := keyReused()
+		resp := KeyReused()
 		return &resp, nil
 	}
 	if status == "completed" {
@@ -234,7 +253,7 @@ func (s *Store) settle(ctx context.Context, db DB, r Request, hash, lock string,
 		return nil, fmt.Errorf("taking over idempotency key: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		resp := inProgress()
+		resp := InProgress()
 		return &resp, nil
 	}
 	return nil, nil

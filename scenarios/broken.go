@@ -39,6 +39,10 @@ var Breaks = []Break{
 		func(db idem.DB, ttl time.Duration) api.Handler {
 			return &leakyStore{db: db, mistake: noFencing, ttl: ttl}
 		}},
+	{"no-lock-expiry", "locks that never expire: a crashed request's key is stuck for ever",
+		func(db idem.DB, ttl time.Duration) api.Handler {
+			return &leakyStore{db: db, mistake: noExpiry, ttl: ttl}
+		}},
 }
 
 // LookupBreak finds a break by name.
@@ -157,7 +161,7 @@ func (s *leakyStore) Holding() int64 { return s.holding.Load() }
 
 func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
 	if !idem.ValidKey(c.Key) {
-		return idem.Problem(400, "idempotency_key_required", "send an Idempotency-Key header"), nil
+		return idem.KeyRequired(), nil
 	}
 	hash, err := idem.Fingerprint("POST", "/transfers", c.Body)
 	if err != nil {
@@ -181,7 +185,7 @@ func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			return idem.Response{}, err
 		}
 		if prevHash != hash {
-			return idem.Problem(422, "idempotency_key_reused", "this Idempotency-Key was already used with a different request"), nil
+			return idem.KeyReused(), nil
 		}
 		if status == "completed" {
 			return idem.Response{Status: *code, Body: body, Replayed: true}, nil
@@ -196,7 +200,7 @@ func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			return idem.Response{}, err
 		}
 		if tag.RowsAffected() == 0 {
-			return idem.Problem(409, "request_in_progress", "an earlier copy of this request is still being processed; retry shortly"), nil
+			return idem.InProgress(), nil
 		}
 	}
 	complete := `UPDATE idempotency_keys SET status = 'completed', response_status = $4, response_body = $5::jsonb

@@ -85,30 +85,56 @@ func isSignal(err error) bool {
 
 // memoryKeys is BROKEN ON PURPOSE (also behind bank serve --break
 // memory-keys): it keeps keys in a map in this process: gone when the process
-// restarts, and invisible to the other copies of the server.
+// restarts, and invisible to the other copies of the server. Everything
+// else it does right (a key required, a fingerprint, one copy at a time),
+// so that the memory is the only thing wrong with it.
 type memoryKeys struct {
 	db   idem.DB
 	mu   sync.Mutex
-	seen map[string]idem.Response
+	seen map[string]*memoryKey
+}
+
+type memoryKey struct {
+	hash string
+	resp idem.Response
+	done bool
 }
 
 func (m *memoryKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	if !idem.ValidKey(c.Key) {
+		return idem.KeyRequired(), nil
+	}
+	hash, err := idem.Fingerprint("POST", "/transfers", c.Body)
+	if err != nil {
+		return idem.Problem(400, "invalid_json", "the body is not valid JSON"), nil
+	}
 	id := fmt.Sprint(c.UserID, "/", c.Key)
 	m.mu.Lock()
 	prev, ok := m.seen[id]
+	if !ok {
+		if m.seen == nil {
+			m.seen = map[string]*memoryKey{}
+		}
+		m.seen[id] = &memoryKey{hash: hash}
+	}
 	m.mu.Unlock()
-	if ok {
-		prev.Replayed = true
-		return prev, nil
+	switch {
+	case ok && prev.hash != hash:
+		return idem.KeyReused(), nil
+	case ok && !prev.done:
+		return idem.InProgress(), nil
+	case ok:
+		resp := prev.resp
+		resp.Replayed = true
+		return resp, nil
 	}
 	resp, err := transferOnce(ctx, m.db, c)
-	if err == nil {
-		m.mu.Lock()
-		if m.seen == nil {
-			m.seen = map[string]idem.Response{}
-		}
-		m.seen[id] = resp
-		m.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil || resp.Status >= 500 {
+		delete(m.seen, id) // free for a retry
+	} else {
+		m.seen[id].resp, m.seen[id].done = resp, true
 	}
 	return resp, err
 }

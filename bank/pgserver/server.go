@@ -53,6 +53,7 @@ import (
 type Options struct {
 	Binaries string // --pg-binaries; empty means search, then download
 	Port     int    // --pg-port: also listen on this loopback TCP port; 0 means unix socket only
+	TCP      bool   // also listen on a free loopback TCP port (for programs that cannot use a unix socket)
 	CacheDir string // empty means DefaultCacheDir
 
 	// Progress, when set, hears about slow first-run work (a download,
@@ -139,7 +140,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Binaries: real, account: account, home: home, port: socketPort, tcp: o.Port != 0 || runtime.GOOS == "windows"}
+	s := &Server{Binaries: real, account: account, home: home, port: socketPort, tcp: o.Port != 0 || o.TCP || runtime.GOOS == "windows"}
 	if s.slot, err = takeSlot(slots); err != nil {
 		return nil, err
 	}
@@ -218,12 +219,23 @@ func (s *Server) startOn(ctx context.Context, port int) error {
 // it to other processes in their environment, never on a command line.
 func (s *Server) URL(db string) string {
 	if runtime.GOOS == "windows" {
-		u := url.URL{Scheme: "postgres", User: url.UserPassword(superuser, s.password),
-			Host: "127.0.0.1:" + strconv.Itoa(s.port), Path: "/" + db, RawQuery: "sslmode=disable"}
-		return u.String()
+		return s.TCPURL(db)
 	}
 	q := url.Values{"host": {s.slot.dir}, "port": {strconv.Itoa(s.port)}, "sslmode": {"disable"}}
 	return "postgres://" + superuser + "@/" + url.PathEscape(db) + "?" + q.Encode()
+}
+
+// TCPURL is a connection string for database db over loopback TCP, with
+// this run's password: the form every PostgreSQL driver understands. It
+// is "" when the server listens on no TCP port. Pass it to other
+// processes in their environment, never on a command line.
+func (s *Server) TCPURL(db string) string {
+	if !s.tcp {
+		return ""
+	}
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(superuser, s.password),
+		Host: "127.0.0.1:" + strconv.Itoa(s.port), Path: "/" + db, RawQuery: "sslmode=disable"}
+	return u.String()
 }
 
 // Psql is a command that opens database db in psql, for the learner to

@@ -42,6 +42,11 @@ func (a *app) serveCommand() *cobra.Command {
 Chidi) until Ctrl-C. Bearer tokens token-ada, token-bola and token-chidi stand
 for users 1, 2 and 3. See the README for every endpoint, status and error code.
 
+Run as an app (PORT in its environment, as bank grade and process managers
+do), it listens on 127.0.0.1:$PORT, takes its lock TTL from LOCK_TTL_MS, and
+serves the database DATABASE_URL names in place, adding the key table if it
+is missing.
+
 For demos, --lose-responses N loses the first N transfer responses after the
 transfer has committed (the connection is closed instead of answered), and
 --lose-rate P loses each later one with probability P.`,
@@ -63,7 +68,7 @@ transfer has committed (the connection is closed instead of answered), and
 	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", idem.DefaultLockTTL, "how long a request holds its key before a retry may take it over")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the bank's database after the server stops (with --database-url)")
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "transfer requests per second per user (0: no limit); over it, 429 with Retry-After")
-	cmd.Flags().BoolVar(&f.inPlace, "in-place", false, "serve the database --database-url names, as it is, instead of a fresh copy (for several servers sharing one bank)")
+	cmd.Flags().BoolVar(&f.inPlace, "in-place", false, "serve the database --database-url names, as it is, instead of a fresh copy (for several servers sharing one bank); implied when PORT is set")
 	cmd.Flags().StringVar(&f.mistake, "break", "", "run with a mistake on purpose: "+strings.Join(scenarios.BreakNames(), ", "))
 	return cmd
 }
@@ -94,6 +99,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	if f.inPlace && url == "" {
 		return usagef("--in-place needs --database-url: the database to serve")
+	}
+	if a.getenv("PORT") != "" && url != "" {
+		// Run as an app (by a process manager, or bank grade): the
+		// database it is given is the one to serve.
+		f.inPlace = true
 	}
 	if !f.inPlace {
 		db, err := a.openDatabase(ctx)
@@ -130,6 +140,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer pool.Close()
+	if f.inPlace {
+		if err := prepareInPlace(ctx, pool); err != nil {
+			return err
+		}
+	}
 
 	var handler api.Handler = &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: f.lockTTL}}
 	if b, ok := scenarios.LookupBreak(f.mistake); ok {
@@ -174,6 +189,23 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	defer cancel()
 	if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+// prepareInPlace checks that the database to serve is a bank and gives
+// it the key store if it has none (a database made by bank grade has only
+// the lesson's accounts and transfers).
+func prepareInPlace(ctx context.Context, pool *pgxpool.Pool) error {
+	var bank bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass('accounts') IS NOT NULL AND to_regclass('transfers') IS NOT NULL").Scan(&bank); err != nil {
+		return envError("cannot reach the database to serve: %s", reason(err))
+	}
+	if !bank {
+		return envError("the database to serve has no accounts and transfers tables: serve a bank the lab made, or leave out --in-place (and PORT) for a fresh one")
+	}
+	if err := idem.EnsureSchema(ctx, pool); err != nil {
+		return envError("creating the key store: %s", reason(err))
 	}
 	return nil
 }
