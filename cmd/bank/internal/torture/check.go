@@ -48,12 +48,14 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 		ids[amount] = append(ids[amount], id)
 	}
 	rows.Close()
-	var stuck int
-	r.cfg.DB.QueryRow(ctx, "SELECT count(*) FROM idempotency_keys WHERE status = 'in_progress'").Scan(&stuck)
-	if stuck == 0 {
-		pass("no key left in progress")
-	} else {
-		fail("", "%d keys still in progress after the faults stopped", stuck)
+	if !r.cfg.Opaque { // an opaque server's keys are its own business
+		var stuck int
+		r.cfg.DB.QueryRow(ctx, "SELECT count(*) FROM idempotency_keys WHERE status = 'in_progress'").Scan(&stuck)
+		if stuck == 0 {
+			pass("no key left in progress")
+		} else {
+			fail("", "%d keys still in progress after the faults stopped", stuck)
+		}
 	}
 
 	mine := map[int64]bool{}

@@ -206,9 +206,13 @@ func (r *run) note(s string) {
 }
 
 // resolve settles an intent after the faults: ask what happened, and
-// send again only when the server never got it.
+// send again only when the server never got it. (An opaque server is not
+// asked: the intent is sent again, under its key, which is safe.)
 func (r *run) resolve(ctx context.Context, in *intent, deadline time.Time) error {
-	for i := 0; time.Now().Before(deadline); i++ {
+	if r.cfg.Opaque {
+		return r.resend(ctx, in, deadline)
+	}
+	for i := 0; i == 0 || time.Now().Before(deadline); i++ { // one try at least, even after the deadline
 		rp := r.cfg.Replicas[i%len(r.cfg.Replicas)]
 		c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: r.http}
 		state, body, err := c.Lookup(ctx, in.key)
@@ -227,19 +231,38 @@ func (r *run) resolve(ctx context.Context, in *intent, deadline time.Time) error
 			in.resolved = true
 			return nil
 		default: // never received, or released: send it again
-			a := r.send(ctx, i, in.key, in.body, "send")
-			r.keep(in, a)
-			if a.Status >= 500 {
-				r.mu.Lock()
-				r.late5xx = append(r.late5xx, in.key)
-				r.mu.Unlock()
-			}
-			if definitive(a) {
-				in.resolved = true
+			if r.sendAgain(ctx, i, in) {
 				return nil
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	return nil // unresolved: the checker reports it
+}
+
+// resend settles an intent by sending it again until it is answered.
+func (r *run) resend(ctx context.Context, in *intent, deadline time.Time) error {
+	for i := 0; i == 0 || time.Now().Before(deadline); i++ { // one try at least, even after the deadline
+		if r.sendAgain(ctx, i, in) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil // unresolved: the checker reports it
+}
+
+// sendAgain sends an intent once more, to replica i, and reports whether
+// the answer settled it.
+func (r *run) sendAgain(ctx context.Context, i int, in *intent) bool {
+	a := r.send(ctx, i, in.key, in.body, "send")
+	r.keep(in, a)
+	if a.Status >= 500 {
+		r.mu.Lock()
+		r.late5xx = append(r.late5xx, in.key)
+		r.mu.Unlock()
+	}
+	if definitive(a) {
+		in.resolved = true
+	}
+	return in.resolved
 }
