@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +87,7 @@ func restarted() func(ps []proc, _ string) bool {
 
 // TestKill9LeavesNothing kills bank with SIGKILL at each phase of a run
 // and requires every process it started (PostgreSQL and its backends,
-// bank serve replicas) gone within 5 seconds; the next run then starts
+// bank serve replicas, a graded server's children) gone within 5 seconds; the next run then starts
 // cleanly on the same cache.
 func TestKill9LeavesNothing(t *testing.T) {
 	t.Parallel()
@@ -102,6 +103,12 @@ func TestKill9LeavesNothing(t *testing.T) {
 			return serves(ps) > 0
 		}},
 		{"after torture restarted the database", []string{"torture", "--seed", "1", "--intents", "2000", "--lock-ttl", "1s"}, restarted()},
+		// The graded server is a shell that leaves a child of its own
+		// (sleep) running: only the grader's watch over the server's
+		// process group can end it.
+		{"grading a server that starts a child", []string{"grade", "--only", "torture", "--", "sh", "-c", "sleep 600 & exec " + bankBinary(t) + " serve"}, func(ps []proc, _ string) bool {
+			return slices.ContainsFunc(ps, func(p proc) bool { return p.cmdline == "sleep 600" })
+		}},
 		{"holding the server open with --keep", []string{"scenario", "naive", "--keep"}, func(_ []proc, stderr string) bool {
 			return strings.Contains(stderr, "stays up until you press Ctrl-C")
 		}},

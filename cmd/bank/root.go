@@ -74,7 +74,8 @@ Start with:
   bank quiz               five questions, answered by real runs
 
 Then: bank serve and bank send (the API over HTTP), bank torture (every fault
-at once), bank bench (what idempotency costs).
+at once), bank bench (what idempotency costs), and bank grade -- CMD (the
+lesson's faults thrown at your own server, in any language).
 
 PostgreSQL: bank starts a private server of its own (an installed PostgreSQL,
 or one fetched by embedded-postgres) unless you give --database-url.`,
@@ -99,7 +100,7 @@ or one fetched by embedded-postgres) unless you give --database-url.`,
 	f.StringVar(&a.color, "color", "auto", "colour: auto, always or never")
 	f.BoolVar(&a.noColor, "no-color", false, "no colour (same as --color=never)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "say where PostgreSQL comes from, where its log is, and how long it took to start")
-	root.AddCommand(a.scenarioCommand(), a.mistakeCommand(), a.exerciseCommand(), a.quizCommand(), a.serveCommand(), a.sendCommand(), a.statusCommand(), a.keysCommand(), a.benchCommand(), a.tortureCommand())
+	root.AddCommand(a.scenarioCommand(), a.mistakeCommand(), a.exerciseCommand(), a.quizCommand(), a.serveCommand(), a.gradeCommand(), a.sendCommand(), a.statusCommand(), a.keysCommand(), a.benchCommand(), a.tortureCommand())
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }
@@ -159,7 +160,13 @@ type database struct {
 // openDatabase starts the private server, or connects to the learner's.
 // The caller must call close.
 func (a *app) openDatabase(ctx context.Context) (*database, error) {
-	tmpl := labTemplate()
+	return a.openDatabaseFor(ctx, labTemplate(), false)
+}
+
+// openDatabaseFor is openDatabase with another template, and with tcp, a
+// private server that also listens on loopback TCP, so that the URLs it
+// hands out work in every language's driver (bank grade).
+func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp bool) (*database, error) {
 	url := a.databaseURL
 	if url == "" {
 		url = a.getenv("DATABASE_URL")
@@ -177,7 +184,7 @@ func (a *app) openDatabase(ctx context.Context) (*database, error) {
 	}
 	start := time.Now()
 	s, err := pgserver.Start(ctx, pgserver.Options{
-		Binaries: bins, Port: a.pgPort, CacheDir: a.getenv("BANK_CACHE_DIR"),
+		Binaries: bins, Port: a.pgPort, TCP: tcp, CacheDir: a.getenv("BANK_CACHE_DIR"),
 		Progress: a.io.Err, ProgressBar: isTerminal(a.io.Err),
 	})
 	if err != nil {
@@ -185,6 +192,9 @@ func (a *app) openDatabase(ctx context.Context) (*database, error) {
 	}
 	a.verbosef("PostgreSQL: %s; started in %s", s.Describe(), time.Since(start).Round(time.Millisecond))
 	d := &database{server: s, admin: s.URL("postgres")}
+	if tcp {
+		d.admin = s.TCPURL("postgres")
+	}
 	d.cluster, err = pgserver.Open(ctx, d.admin, tmpl)
 	if err == nil {
 		d.cluster.CopyFiles()

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fatih/color"
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
+)
+
+type gradeFlags struct {
+	contract     bool
+	json         bool
+	lockTTL      time.Duration
+	startTimeout time.Duration
+	only         []string
+}
+
+func (a *app) gradeCommand() *cobra.Command {
+	var f gradeFlags
+	cmd := &cobra.Command{
+		Use:   "grade [flags] -- CMD [ARGS…]",
+		Short: "Throw the lesson's faults at your own server, in any language, and get a report card",
+		Long: `Grade a transfer server of your own against the lesson. For every check,
+bank grade makes a fresh bank (the lesson's accounts and transfers, seeded),
+starts CMD with DATABASE_URL, PORT and LOCK_TTL_MS in its environment, and
+throws one fault at it through a proxy of its own: a lost reply, a double
+tap, a storm of copies, a crash mid-transfer, a server paused past its lock.
+Each check is one line on the report card, with the mistake of the lesson a
+failure looks like and the command that shows it done right.
+
+See the contract (what the server must answer) with bank grade --contract.`,
+		Example: `  bank grade --contract
+  bank grade -- node server.js
+  bank grade -- python3 app.py
+  bank grade --only lost-response,crash -- ./myserver
+  bank grade -- bank serve                  # the lab's own server: passes
+  bank grade -- bank serve --break no-fencing`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.contract {
+				fmt.Fprint(a.io.Out, grade.Contract())
+				return nil
+			}
+			dash := cmd.ArgsLenAtDash()
+			if dash != 0 || len(args) == 0 {
+				return usagef("name your server's command after --, such as: bank grade -- node server.js (bank grade --contract says what it must do)")
+			}
+			return a.grade(cmd.Context(), f, args)
+		},
+	}
+	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the API and database contract the checks hold a server to, and exit")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the report card as JSON")
+	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the lock TTL given to the server as LOCK_TTL_MS")
+	cmd.Flags().DurationVar(&f.startTimeout, "start-timeout", 20*time.Second, "how long the server may take to listen on its PORT")
+	cmd.Flags().StringSliceVar(&f.only, "only", nil, "run only these checks (comma-separated): "+strings.Join(grade.Names(), ", "))
+	return cmd
+}
+
+func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
+	switch {
+	case f.lockTTL < 100*time.Millisecond || f.lockTTL > time.Minute:
+		return usagef("--lock-ttl must be between 100ms and 1m, such as 2s")
+	case f.startTimeout <= 0:
+		return usagef("--start-timeout must be positive, such as 20s")
+	}
+	for _, name := range f.only {
+		if !slices.Contains(grade.Names(), name) {
+			return usagef("unknown check %q%s in --only; checks: %s", name, didYouMean(name, grade.Names()), strings.Join(grade.Names(), ", "))
+		}
+	}
+	if _, err := exec.LookPath(command[0]); err != nil {
+		return usagef("cannot run %q: %s; check the command after --", command[0], lookPathReason(err))
+	}
+	colour, err := a.colorOn()
+	if err != nil {
+		return err
+	}
+	db, err := a.openDatabaseFor(ctx, pgserver.Template{Prefix: "grade", Version: bank.LessonVersion(), Setup: bank.SetupLesson}, true)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	cfg := grade.Config{
+		Command: command, Env: os.Environ(), LockTTL: f.lockTTL, StartTimeout: f.startTimeout, Only: f.only,
+		NewDatabase: func(ctx context.Context, label string) (string, func(), error) {
+			d, err := db.cluster.NewDatabase(ctx, label)
+			if err != nil {
+				return "", nil, err
+			}
+			return d.URL, func() { d.Drop(context.WithoutCancel(ctx)) }, nil
+		},
+	}
+	if !f.json {
+		cfg.Progress = a.io.Err
+	}
+	rep, err := grade.Run(ctx, cfg)
+	if se, ok := grade.IsStartError(err); ok {
+		a.printGrade(rep, colour, command, f)
+		msg := "bank: " + se.Why
+		if se.Stderr != "" {
+			msg += "\nits last output:\n" + indent(se.Stderr)
+		}
+		fmt.Fprintln(a.io.Err, msg)
+		return silentExit{exitEnv}
+	}
+	if err != nil {
+		return err
+	}
+	if f.json {
+		enc := json.NewEncoder(a.io.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		a.printGrade(rep, colour, command, f)
+	}
+	if !rep.Passed {
+		return silentExit{exitNotAsTaught}
+	}
+	return nil
+}
+
+func lookPathReason(err error) string {
+	var e *exec.Error
+	if errors.As(err, &e) {
+		return e.Err.Error()
+	}
+	return err.Error()
+}
+
+// printGrade prints the report card: one line per check, and for each
+// failure the mistake it looks like, where to see it done right, and the
+// evidence (for every check with -v).
+func (a *app) printGrade(rep grade.Report, colour bool, command []string, f gradeFlags) {
+	if f.json || len(rep.Results) == 0 {
+		return
+	}
+	w := a.io.Out
+	paint := func(c *color.Color, s string) string {
+		if !colour {
+			return s
+		}
+		c.EnableColor()
+		return c.Sprint(s)
+	}
+	fmt.Fprintf(w, "report card for: %s   (LOCK_TTL_MS=%d)\n\n", strings.Join(command, " "), f.lockTTL.Milliseconds())
+	passed, required, requiredPassed := 0, 0, 0
+	for _, r := range rep.Results {
+		mark := map[string]string{grade.Pass: paint(color.New(color.FgGreen), "pass"), grade.Fail: paint(color.New(color.FgRed, color.Bold), "FAIL"), grade.NA: "n/a "}[r.Verdict]
+		title := r.Title
+		if !r.Required {
+			title += " (recommended)"
+		}
+		fmt.Fprintf(w, "%s  %-14s %s\n      %s\n", mark, r.Name, title, r.Why)
+		if r.Verdict == grade.Pass {
+			passed++
+		}
+		if r.Required {
+			required++
+			if r.Verdict != grade.Fail {
+				requiredPassed++
+			}
+		}
+		if r.Verdict == grade.Fail {
+			fmt.Fprintf(w, "      looks like: %s\n      see it done right: %s\n", r.LooksLike, r.See)
+		}
+		if r.Verdict == grade.Fail || a.verbose {
+			for _, e := range r.Evidence {
+				fmt.Fprintf(w, "        %s\n", e)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n%d of %d checks passed; required: %d of %d held\n", passed, len(rep.Results), requiredPassed, required)
+	if rep.Passed {
+		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgGreen, color.Bold), "PASS")+" (every required check held)")
+	} else {
+		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgRed, color.Bold), "FAIL")+" (see the lines marked FAIL, and run the command each one names)")
+	}
+}

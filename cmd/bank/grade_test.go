@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
+)
+
+// garbageRole makes the test binary a server that answers every request
+// with a 200 and a line of text: a server that does not speak the contract.
+const garbageRole = "BANK_TEST_GARBAGE_SERVER"
+
+func garbageServer() {
+	http.ListenAndServe("127.0.0.1:"+os.Getenv("PORT"), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "hello from a server that never read the contract")
+	}))
+	os.Exit(1)
+}
+
+// gradeJSON runs bank grade --json on a server command.
+func gradeJSON(t *testing.T, server ...string) (grade.Report, int, string) {
+	t.Helper()
+	args := append([]string{"grade", "--json", "--lock-ttl", "1s", "--"}, server...)
+	cmd := command(t, pgtest.CacheDir(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var rep grade.Report
+	if jerr := json.Unmarshal(out, &rep); jerr != nil {
+		t.Fatalf("grade %v printed no report (%v, exit %d): %s\n%s", server, jerr, exitOf(err), out, stderr.String())
+	}
+	return rep, exitOf(err), string(out)
+}
+
+func verdicts(rep grade.Report) map[string]string {
+	v := map[string]string{}
+	for _, r := range rep.Results {
+		v[r.Name] = r.Verdict
+	}
+	return v
+}
+
+// TestGradeLabServerPasses: the lab's own server, graded as a learner's
+// would be, holds on every check.
+func TestGradeLabServerPasses(t *testing.T) {
+	t.Parallel()
+	rep, code, out := gradeJSON(t, bankBinary(t), "serve")
+	if code != exitOK || !rep.Passed {
+		t.Fatalf("exit %d, passed %v:\n%s", code, rep.Passed, out)
+	}
+	if len(rep.Results) != len(grade.Checks) {
+		t.Fatalf("%d results for %d checks", len(rep.Results), len(grade.Checks))
+	}
+	for _, r := range rep.Results {
+		if r.Verdict != grade.Pass {
+			t.Errorf("%s: %s: %s\n%s", r.Name, r.Verdict, r.Why, strings.Join(r.Evidence, "\n"))
+		}
+	}
+}
+
+// TestGradeCatchesEachBreak: each of bank serve's mistakes fails exactly
+// the checks its mistake should fail, and passes the rest.
+func TestGradeCatchesEachBreak(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		fail  []string
+		na    []string
+		maybe []string // may pass or fail, by where a kill lands
+	}{
+		"no-keys": {fail: []string{"lost-response", "replayed", "reordered", "other-body", "no-key", "refusal", "double-tap", "storm", "pause", "restart", "lookup", "torture"}},
+		// Keys in memory: each process has its own, and a restart has none.
+		"memory-keys": {fail: []string{"pause", "restart", "lookup", "torture"}},
+		"no-fencing":  {fail: []string{"pause"}},
+		// Without expiry the pause has no takeover to fence. Torture fails
+		// only if its kill lands inside a request whose key is not yet done.
+		"no-lock-expiry": {fail: []string{"crash"}, na: []string{"pause"}, maybe: []string{"torture"}},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rep, code, out := gradeJSON(t, bankBinary(t), "serve", "--break", name)
+			if code != exitNotAsTaught || rep.Passed {
+				t.Fatalf("exit %d, passed %v:\n%s", code, rep.Passed, out)
+			}
+			for check, got := range verdicts(rep) {
+				wanted := grade.Pass
+				switch {
+				case slices.Contains(want.fail, check):
+					wanted = grade.Fail
+				case slices.Contains(want.na, check):
+					wanted = grade.NA
+				case slices.Contains(want.maybe, check):
+					continue
+				}
+				if got != wanted {
+					t.Errorf("%s: %s, want %s", check, got, wanted)
+				}
+			}
+			for _, r := range rep.Results {
+				if r.Verdict == grade.Fail && (r.LooksLike == "" || !strings.HasPrefix(r.See, "bank ")) {
+					t.Errorf("%s fails without naming the mistake and the command that shows the fix: %+v", r.Name, r)
+				}
+			}
+			if t.Failed() {
+				t.Log(out)
+			}
+		})
+	}
+}
+
+// TestGradeServersThatCannotBeGraded: a server that exits at once or
+// never listens is an environment failure (exit 3) that shows what the
+// server said; one that answers garbage fails its checks (exit 1).
+func TestGradeServersThatCannotBeGraded(t *testing.T) {
+	t.Parallel()
+	cache := pgtest.CacheDir(t)
+	run := func(args ...string) (string, string, int) {
+		cmd := command(t, cache, append([]string{"grade", "--only", "plain,no-key"}, args...)...)
+		cmd.Env = append(cmd.Env, garbageRole+"=1")
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), exitOf(err)
+	}
+	t.Run("exits", func(t *testing.T) {
+		_, stderr, code := run("--", "sh", "-c", "echo cannot find module pg >&2; exit 1")
+		if code != exitEnv || !strings.Contains(stderr, "the server exited (exit status 1) before it listened on its PORT") || !strings.Contains(stderr, "cannot find module pg") {
+			t.Errorf("exit %d:\n%s", code, stderr)
+		}
+	})
+	t.Run("never listens", func(t *testing.T) {
+		_, stderr, code := run("--start-timeout", "500ms", "--", "sh", "-c", "echo starting >&2; exec sleep 30")
+		if code != exitEnv || !strings.Contains(stderr, "did not listen on 127.0.0.1:$PORT within 500ms") || !strings.Contains(stderr, "starting") {
+			t.Errorf("exit %d:\n%s", code, stderr)
+		}
+	})
+	t.Run("garbage", func(t *testing.T) {
+		// Only this process has the role in its environment: the grader
+		// passes it on to the server it starts.
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := run("--", self)
+		if code != exitNotAsTaught || !strings.Contains(out, "FAIL  plain") || !strings.Contains(out, "a valid transfer got 200, not 201") || !strings.Contains(out, "FAIL  no-key") {
+			t.Errorf("exit %d:\n%s\n%s", code, out, stderr)
+		}
+	})
+}
+
+func TestGradeUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"grade"}, "name your server's command after --"},
+		{[]string{"grade", "node", "server.js"}, "name your server's command after --"},
+		{[]string{"grade", "--only", "crsh", "--", "true"}, `unknown check "crsh" (did you mean crash?) in --only`},
+		{[]string{"grade", "--lock-ttl", "0s", "--", "true"}, "--lock-ttl must be between"},
+		{[]string{"grade", "--", "no-such-server-command"}, `cannot run "no-such-server-command": executable file not found in $PATH; check the command after --`},
+	} {
+		r := cli(t, nil, c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	r := cli(t, nil, "grade", "--contract")
+	for _, want := range append([]string{"DATABASE_URL", "PORT", "LOCK_TTL_MS", "Idempotent-Replayed: true", "Retry-After"}, grade.Names()...) {
+		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+			t.Errorf("--contract lacks %q (exit %d)", want, r.code)
+		}
+	}
+}

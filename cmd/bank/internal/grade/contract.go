@@ -1,0 +1,66 @@
+package grade
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Contract is what bank grade expects of a server: the lesson's API.
+func Contract() string {
+	var b strings.Builder
+	b.WriteString(`The contract bank grade checks: the lesson's transfer API.
+
+Start-up
+  bank grade runs your command with three variables in its environment:
+    DATABASE_URL  postgres://… of a fresh bank, made for each check
+    PORT          listen on 127.0.0.1:$PORT
+    LOCK_TTL_MS   how long a claimed key stays locked before a retry may
+                  take it over (the grader uses 2000 unless --lock-ttl)
+  The database holds the lesson's two tables, and nothing else: create
+  your own key table (CREATE TABLE IF NOT EXISTS) when you start; two
+  instances of your server may share one database.
+    accounts (id, owner_id, holder, status, balance_kobo)
+      1 Ada   owner 1  active  ₦50,000 (5000000 kobo)
+      2 Bola  owner 2  active  ₦5,000
+      3 Chidi owner 3  frozen  ₦20,000
+    transfers (id serial, from_account, to_account, amount_kobo)
+  The grader reads both after every check: the total must stay ₦75,000,
+  every balance must be its seed plus its transfers, and each request must
+  have moved money once (or never, when it was refused).
+
+POST /transfers
+  Authorization: Bearer token-ada | token-bola | token-chidi  (users 1, 2, 3;
+                 user N owns account N)
+  Idempotency-Key: 16 to 64 letters, digits, - or _
+  Body: {"from":1,"to":2,"amountKobo":1000000}  (keys in any order)
+
+  201  the transfer: {"transferId":…,"from":1,"to":2,"amountKobo":1000000,…}
+       transferId is the transfers row's id
+  201  with Idempotent-Replayed: true: a copy of a completed request, the
+       same body as the first answer
+  409  with Retry-After: a copy while the first is still in progress
+  422  the key was used for a different request (refused; no money moves)
+  422  a refusal, such as insufficient funds: stored under the key and
+       replayed to every copy, never run again
+  400  no Idempotency-Key
+  5xx  something broke: nothing moved, and the key is free to retry
+
+GET /transfers?key=KEY   (recommended)
+  200 {"key":…,"status":"completed"|"in_progress",…} for a key it has,
+  404 for a key it never got.
+
+Checks (required unless marked):
+`)
+	for _, c := range Checks {
+		req := ""
+		if !c.Required {
+			req = "  (recommended)"
+		}
+		fmt.Fprintf(&b, "  %-14s %s%s\n", c.Name, c.Title, req)
+	}
+	b.WriteString(`
+Exit status: 0 when every required check passes, 1 when one fails, 2 for a
+usage error, 3 when the server (or PostgreSQL) cannot be started.
+`)
+	return b.String()
+}

@@ -1,0 +1,188 @@
+// Package grade throws the lesson's faults at a learner's own transfer
+// server, in any language, and reports, check by check, what held and
+// what broke.
+//
+// Every check gets a fresh bank (the lesson's accounts and transfers,
+// seeded with Ada, Bola and Chidi: nothing else, so the server makes its
+// own key table) and fresh server processes, started with DATABASE_URL,
+// PORT and LOCK_TTL_MS in their environment. The grader's client talks to
+// each server through a proxy of its own, which can lose a reply after
+// the server has answered; the moments that need precise timing (a crash
+// or a pause inside a transfer) are found through PostgreSQL itself: the
+// grader holds a row lock the transfer needs and acts once the server's
+// session is seen waiting on it. No hook is needed in the learner's code.
+package grade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config is one grading run.
+type Config struct {
+	Command      []string      // the learner's server and its arguments
+	Dir          string        // where to run it; "" is the current directory
+	Env          []string      // its environment, before DATABASE_URL, PORT and LOCK_TTL_MS
+	LockTTL      time.Duration // LOCK_TTL_MS: how long the server's claim should hold a key
+	StartTimeout time.Duration // how long a server may take to listen
+	Only         []string      // the checks to run; empty means all
+
+	// NewDatabase makes a fresh bank for one check and returns its URL
+	// and a function that drops it.
+	NewDatabase func(ctx context.Context, label string) (url string, drop func(), err error)
+
+	Progress io.Writer // a line as each check starts, or nil
+}
+
+// Verdicts of a check.
+const (
+	Pass = "pass"
+	Fail = "fail"
+	NA   = "n/a"
+)
+
+// Result is one line of the report card, with its evidence.
+type Result struct {
+	Name      string   `json:"name"`
+	Title     string   `json:"title"`
+	Required  bool     `json:"required"`
+	Verdict   string   `json:"verdict"`
+	Why       string   `json:"why"`
+	LooksLike string   `json:"looksLike,omitempty"` // on a failure: the lesson's mistake it resembles
+	See       string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
+	Evidence  []string `json:"evidence"`
+}
+
+// Report is the whole card.
+type Report struct {
+	Results []Result `json:"checks"`
+	Passed  bool     `json:"passed"` // every required check passed
+}
+
+// Check is one fault the grader throws, and what a good server does.
+type Check struct {
+	Name      string
+	Title     string
+	Required  bool
+	Servers   int    // instances of the server the check needs (1 or 2)
+	LooksLike string // what a failure most likely is, in the lesson's terms
+	See       string // the lab command that shows it done right
+	run       func(t *trial)
+}
+
+// Names lists the checks, in the order they run.
+func Names() []string {
+	names := make([]string, len(Checks))
+	for i, c := range Checks {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// Run grades the server. A server that cannot be started ends the run
+// with a *StartError; the results so far come with it.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	var rep Report
+	for _, c := range Checks {
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, c.Name) {
+			continue
+		}
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "grade: %s…\n", c.Title)
+		}
+		res, err := runCheck(ctx, &cfg, c)
+		if err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	rep.Passed = true
+	for _, r := range rep.Results {
+		if r.Required && r.Verdict == Fail {
+			rep.Passed = false
+		}
+	}
+	return rep, nil
+}
+
+func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
+	res := Result{Name: c.Name, Title: c.Title, Required: c.Required, Verdict: Pass}
+	url, drop, err := cfg.NewDatabase(ctx, c.Name)
+	if err != nil {
+		return res, err
+	}
+	defer drop()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return res, err
+	}
+	defer pool.Close()
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: url, res: &res, check: c}
+	defer t.close()
+	for i := 0; i < max(1, c.Servers); i++ {
+		if err := t.startServer(); err != nil {
+			return res, err
+		}
+	}
+	before, err := readBank(ctx, pool)
+	if err != nil {
+		return res, err
+	}
+	t.note("before: %s", before.line())
+	if err := t.catch(c.run); err != nil {
+		return res, err
+	}
+	if res.Verdict != NA {
+		t.invariants()
+	}
+	if res.Verdict == Fail {
+		if res.LooksLike == "" {
+			res.LooksLike = c.LooksLike
+		}
+		if res.See == "" {
+			res.See = c.See
+		}
+	} else {
+		res.LooksLike, res.See = "", ""
+	}
+	return res, nil
+}
+
+// catch runs a check; a server that cannot be restarted inside it ends
+// the run (errAbort carries why).
+func (t *trial) catch(run func(t *trial)) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, ok := r.(abort)
+			if !ok {
+				panic(r)
+			}
+			err = a.err
+		}
+	}()
+	run(t)
+	return nil
+}
+
+// abort stops a check on an environment failure (a server that will not
+// start again, a database the grader cannot read).
+type abort struct{ err error }
+
+func (t *trial) must(err error) {
+	if err != nil {
+		panic(abort{err})
+	}
+}
+
+// IsStartError reports whether err is a server that would not start.
+func IsStartError(err error) (*StartError, bool) {
+	var se *StartError
+	ok := errors.As(err, &se)
+	return se, ok
+}

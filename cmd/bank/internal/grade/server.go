@@ -1,0 +1,205 @@
+package grade
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/zudojs/bank/bank/procs"
+)
+
+// StartError is a server that exited before it listened, or never
+// listened: an environment failure, not a verdict on its idempotency.
+type StartError struct {
+	Why    string // what went wrong
+	Stderr string // the last lines the server wrote
+}
+
+func (e *StartError) Error() string { return e.Why }
+
+// instance is one process of the learner's server, with everything it
+// starts, listening on a port of the grader's choosing.
+type instance struct {
+	cfg    *Config
+	dbURL  string
+	port   int
+	g      *procs.Group
+	output *procs.Tail
+}
+
+// startInstance starts the command with DATABASE_URL, PORT and
+// LOCK_TTL_MS in its environment and waits, bounded, until it listens.
+func startInstance(ctx context.Context, cfg *Config, dbURL string) (*instance, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	in := &instance{cfg: cfg, dbURL: dbURL, port: port}
+	return in, in.start(ctx)
+}
+
+func (in *instance) start(ctx context.Context) error {
+	cmd := exec.Command(in.cfg.Command[0], in.cfg.Command[1:]...)
+	cmd.Dir = in.cfg.Dir
+	cmd.Env = append(append([]string{}, in.cfg.Env...),
+		"DATABASE_URL="+in.dbURL,
+		"PORT="+strconv.Itoa(in.port),
+		"LOCK_TTL_MS="+strconv.FormatInt(in.cfg.LockTTL.Milliseconds(), 10))
+	in.output = &procs.Tail{}
+	cmd.Stdout, cmd.Stderr = in.output, in.output
+	g, err := procs.StartGroup(cmd)
+	if err != nil {
+		return &StartError{Why: fmt.Sprintf("cannot start %s: %v; check the command after --", in.cfg.Command[0], err)}
+	}
+	in.g = g
+	deadline := time.Now().Add(in.cfg.StartTimeout)
+	addr := "127.0.0.1:" + strconv.Itoa(in.port)
+	for {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-g.Exited():
+			return &StartError{Why: fmt.Sprintf("the server exited (%v) before it listened on its PORT; run it by hand to see why, with DATABASE_URL and PORT set", exitStatus(g.Err())), Stderr: in.output.LastLines(10)}
+		case <-ctx.Done():
+			g.Kill()
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			g.Kill()
+			return &StartError{Why: fmt.Sprintf("the server did not listen on 127.0.0.1:$PORT within %s: it must take its port from the PORT variable (or give it longer with --start-timeout)", in.cfg.StartTimeout), Stderr: in.output.LastLines(10)}
+		}
+	}
+}
+
+func exitStatus(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ProcessState.String()
+	}
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// kill ends the server at once (SIGKILL to its whole process group).
+func (in *instance) kill() { in.g.Kill() }
+
+// stop ends the server the orderly way (SIGTERM), as a deploy would.
+func (in *instance) stop() { in.g.Stop(5 * time.Second) }
+
+// restart starts it again on the same port.
+func (in *instance) restart(ctx context.Context) error { return in.start(ctx) }
+
+func (in *instance) base() string { return "http://127.0.0.1:" + strconv.Itoa(in.port) }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// proxy stands between the grader's client and one server instance, and
+// loses replies on demand: it reads the server's whole reply, then closes
+// the client's connection without a word, as a network that fails after
+// the server committed would.
+type proxy struct {
+	upstream func() string // the server's base URL
+	http     *http.Client
+	ln       net.Listener
+	srv      *http.Server
+
+	inFlight atomic.Int64 // requests forwarded and not yet answered
+	loseNext atomic.Int64 // lose this many replies, then none
+	lost     atomic.Int64 // replies lost so far
+	loseRate func() bool  // for torture: lose this reply?
+}
+
+func startProxy(upstream func() string) (*proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("starting the grader's proxy: %w", err)
+	}
+	p := &proxy{upstream: upstream, ln: ln, http: &http.Client{Timeout: 60 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 5 * time.Second}
+	go p.srv.Serve(ln)
+	return p, nil
+}
+
+func (p *proxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+func (p *proxy) close() {
+	p.srv.Close()
+	p.http.CloseIdleConnections()
+}
+
+func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream()+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		hangUp(w)
+		return
+	}
+	req.Header = r.Header.Clone()
+	p.inFlight.Add(1)
+	resp, err := p.http.Do(req)
+	p.inFlight.Add(-1)
+	if err != nil {
+		hangUp(w) // the server died or hung up: so does the network
+		return
+	}
+	reply, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		hangUp(w)
+		return
+	}
+	if p.lose() {
+		p.lost.Add(1)
+		hangUp(w)
+		return
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+	w.WriteHeader(resp.StatusCode)
+	w.Write(reply)
+}
+
+func (p *proxy) lose() bool {
+	for {
+		n := p.loseNext.Load()
+		if n <= 0 {
+			break
+		}
+		if p.loseNext.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+	return p.loseRate != nil && p.loseRate()
+}
+
+// hangUp closes the client's connection instead of answering.
+func hangUp(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		conn.Close()
+		return
+	}
+	panic(http.ErrAbortHandler)
+}

@@ -1,0 +1,433 @@
+package grade
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/bank"
+)
+
+// trial is one check's world: its database, its servers, the proxies in
+// front of them, and the evidence it gathers.
+type trial struct {
+	ctx     context.Context
+	cfg     *Config
+	check   Check
+	db      *pgxpool.Pool
+	url     string
+	servers []*instance
+	proxies []*proxy
+	intents []intent
+	res     *Result
+	// ownCount: the check counts transfers per intent itself (torture),
+	// so the ledger may hold transfers the trial's intents do not name.
+	ownCount bool
+}
+
+// intent is one transfer the check asked for, by its accounts and
+// amount, and how many times it should have moved money.
+type intent struct {
+	label          string
+	from, to, kobo int64
+	want           int
+}
+
+func (t *trial) startServer() error {
+	in, err := startInstance(t.ctx, t.cfg, t.url)
+	if err != nil {
+		return err
+	}
+	p, err := startProxy(in.base)
+	if err != nil {
+		in.kill()
+		return err
+	}
+	t.servers = append(t.servers, in)
+	t.proxies = append(t.proxies, p)
+	return nil
+}
+
+func (t *trial) close() {
+	for _, p := range t.proxies {
+		p.close()
+	}
+	for _, in := range t.servers {
+		in.kill()
+	}
+}
+
+// serverName is how the evidence names instance i.
+func serverName(i int) string { return "server " + string(rune('A'+i)) }
+
+func (t *trial) note(format string, args ...any) {
+	t.res.Evidence = append(t.res.Evidence, fmt.Sprintf(format, args...))
+}
+
+// fail marks the check failed; the first reason is the one on the card.
+func (t *trial) fail(format string, args ...any) {
+	why := fmt.Sprintf(format, args...)
+	if t.res.Verdict != Fail {
+		t.res.Verdict, t.res.Why = Fail, why
+	}
+	t.note("FAIL: %s", why)
+}
+
+// failAs is fail with the mistake it looks like and where to see the fix.
+func (t *trial) failAs(looksLike, see, format string, args ...any) {
+	if t.res.Verdict != Fail {
+		t.res.LooksLike, t.res.See = looksLike, see
+	}
+	t.fail(format, args...)
+}
+
+// passed sets the card's line for a check that held (unless it failed).
+func (t *trial) passed(format string, args ...any) {
+	if t.res.Verdict == Pass {
+		t.res.Why = fmt.Sprintf(format, args...)
+	}
+}
+
+// notApplicable says the check could not exercise what it is for.
+func (t *trial) notApplicable(format string, args ...any) {
+	if t.res.Verdict != Fail {
+		t.res.Verdict, t.res.Why = NA, fmt.Sprintf(format, args...)
+	}
+}
+
+func (t *trial) intent(label string, from, to, kobo int64, want int) {
+	t.intents = append(t.intents, intent{label, from, to, kobo, want})
+}
+
+// Users, by their bearer tokens.
+var tokens = map[string]string{"ada": "token-ada", "bola": "token-bola", "chidi": "token-chidi"}
+
+// reply is what came back to the grader's client.
+type reply struct {
+	Status     int
+	Replayed   bool
+	RetryAfter string
+	Body       string
+	Lost       bool // no answer: the connection closed (or the proxy lost it)
+	TransferID int64
+}
+
+// short is the status and whether it was a replay.
+func (r reply) short() string {
+	switch {
+	case r.Lost:
+		return "no answer"
+	case r.Replayed:
+		return strconv.Itoa(r.Status) + " replayed"
+	}
+	return strconv.Itoa(r.Status)
+}
+
+func (r reply) String() string {
+	if r.Lost {
+		return "no answer (the connection closed)"
+	}
+	s := strconv.Itoa(r.Status)
+	if r.Replayed {
+		s += " (Idempotent-Replayed: true)"
+	}
+	if r.RetryAfter != "" {
+		s += " Retry-After: " + r.RetryAfter
+	}
+	body := r.Body
+	if len(body) > 160 {
+		body = body[:160] + "…"
+	}
+	return s + " " + body
+}
+
+// definitive is an answer a client may act on: not a lost reply, not
+// "in progress", not a server error.
+func (r reply) definitive() bool {
+	return !r.Lost && r.Status != 409 && r.Status != 429 && r.Status < 500
+}
+
+// request is one POST /transfers.
+type request struct {
+	server int    // which instance, through its proxy
+	user   string // ada, bola or chidi
+	key    string // "" sends no Idempotency-Key
+	body   string
+}
+
+var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+// send makes one request, records it in the evidence, and returns the reply.
+func (t *trial) send(r request) reply {
+	got := t.sendQuiet(r)
+	t.note("%s", describe(r, got))
+	return got
+}
+
+func describe(r request, got reply) string {
+	key := "no key"
+	if r.key != "" {
+		key = "key " + r.key
+	}
+	return fmt.Sprintf("POST /transfers to %s as %s, %s, %s → %s", serverName(r.server), r.user, key, r.body, got)
+}
+
+// sendQuiet is send without the evidence line (for storms).
+func (t *trial) sendQuiet(r request) reply {
+	req, err := http.NewRequestWithContext(t.ctx, "POST", t.proxies[r.server].URL()+"/transfers", strings.NewReader(r.body))
+	if err != nil {
+		return reply{Lost: true}
+	}
+	req.Header.Set("Authorization", "Bearer "+tokens[r.user])
+	req.Header.Set("Content-Type", "application/json")
+	if r.key != "" {
+		req.Header.Set("Idempotency-Key", r.key)
+	}
+	return do(req)
+}
+
+func do(req *http.Request) reply {
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return reply{Lost: true}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return reply{Lost: true}
+	}
+	got := reply{Status: resp.StatusCode, Body: string(bytes.TrimSpace(b)),
+		Replayed: strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"), RetryAfter: resp.Header.Get("Retry-After")}
+	var receipt struct {
+		TransferID int64 `json:"transferId"`
+	}
+	if json.Unmarshal(b, &receipt) == nil {
+		got.TransferID = receipt.TransferID
+	}
+	return got
+}
+
+// get makes one GET through instance 0's proxy.
+func (t *trial) get(user, path string) reply {
+	req, err := http.NewRequestWithContext(t.ctx, "GET", t.proxies[0].URL()+path, nil)
+	if err != nil {
+		return reply{Lost: true}
+	}
+	req.Header.Set("Authorization", "Bearer "+tokens[user])
+	got := do(req)
+	t.note("GET %s as %s → %s", path, user, got)
+	return got
+}
+
+// settle resends a request, as a good client does (after 409, 429, 5xx or
+// no answer, honouring Retry-After), until a definitive answer or the
+// bound. It returns the last reply and whether it was definitive.
+func (t *trial) settle(r request, bound time.Duration) (reply, bool) {
+	deadline := time.Now().Add(bound)
+	var got reply
+	for n := 0; ; n++ {
+		got = t.sendQuiet(r)
+		if got.definitive() || time.Now().After(deadline) || t.ctx.Err() != nil {
+			break
+		}
+		wait := 200 * time.Millisecond
+		if s, err := strconv.Atoi(got.RetryAfter); err == nil && s > 0 {
+			wait = min(time.Duration(s)*time.Second, time.Second)
+		}
+		time.Sleep(wait)
+		if n == 0 {
+			t.note("%s (resending until a definitive answer, at most %s)", describe(r, got), bound)
+		}
+	}
+	t.note("%s", describe(r, got))
+	return got, got.definitive()
+}
+
+// holdRow locks Ada's account row in a transaction of the grader's own,
+// so that a transfer from her account waits on it. release ends it.
+func (t *trial) holdRow() (pid int, release func()) {
+	conn, err := t.db.Acquire(t.ctx)
+	t.must(err)
+	tx, err := conn.Begin(t.ctx)
+	t.must(err)
+	_, err = tx.Exec(t.ctx, "SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE")
+	t.must(err)
+	t.must(tx.QueryRow(t.ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	done := false
+	return pid, func() {
+		if !done {
+			done = true
+			tx.Rollback(context.WithoutCancel(t.ctx))
+			conn.Release()
+		}
+	}
+}
+
+// waitBlocked waits until a session waits on a lock held by session pid,
+// and returns that session, or 0 if none did within the bound or the
+// request was answered first.
+func (t *trial) waitBlocked(pid int, p *pending, bound time.Duration) int {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) && !p.answered() {
+		var blocked int
+		err := t.db.QueryRow(t.ctx, "SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid)) LIMIT 1", pid).Scan(&blocked)
+		if err == nil {
+			return blocked
+		}
+		if err != pgx.ErrNoRows {
+			t.must(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0
+}
+
+// waitGone waits, bounded, until session pid has ended.
+func (t *trial) waitGone(pid int, bound time.Duration) bool {
+	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var alive bool
+		t.must(t.db.QueryRow(t.ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive))
+		if !alive {
+			return true
+		}
+	}
+	return false
+}
+
+// pending is a request sent in the background.
+type pending struct {
+	r    request
+	done chan struct{}
+	got  reply
+}
+
+func (t *trial) async(r request) *pending {
+	p := &pending{r: r, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.got = t.sendQuiet(r)
+	}()
+	return p
+}
+
+func (p *pending) answered() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// await waits, bounded, for a background request's reply and records it.
+func (t *trial) await(p *pending, bound time.Duration) (reply, bool) {
+	select {
+	case <-p.done:
+		t.note("%s", describe(p.r, p.got))
+		return p.got, true
+	case <-time.After(bound):
+		t.note("%s", strings.TrimSuffix(describe(p.r, reply{}), "0 ")+fmt.Sprintf("no answer within %s", bound))
+		return reply{}, false
+	}
+}
+
+// count is how many transfers match an intent's accounts and amount.
+func (t *trial) count(from, to, kobo int64) int {
+	var n int
+	t.must(t.db.QueryRow(t.ctx, "SELECT count(*) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3", from, to, kobo).Scan(&n))
+	return n
+}
+
+// snapshot is the bank as the grader reads it.
+type snapshot struct {
+	balances  [3]int64 // Ada, Bola, Chidi
+	total     int64
+	transfers int
+}
+
+func readBank(ctx context.Context, db *pgxpool.Pool) (snapshot, error) {
+	var s snapshot
+	rows, err := db.Query(ctx, "SELECT id, balance_kobo FROM accounts ORDER BY id")
+	if err != nil {
+		return s, fmt.Errorf("reading the balances: %w", err)
+	}
+	var id, kobo int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &kobo}, func() error {
+		if id >= 1 && id <= 3 {
+			s.balances[id-1] = kobo
+		}
+		s.total += kobo
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("reading the balances: %w", err)
+	}
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&s.transfers); err != nil {
+		return s, fmt.Errorf("counting the transfers: %w", err)
+	}
+	return s, nil
+}
+
+func (s snapshot) line() string {
+	return fmt.Sprintf("Ada %s, Bola %s, Chidi %s | total %s | transfers %d",
+		bank.Naira(s.balances[0]), bank.Naira(s.balances[1]), bank.Naira(s.balances[2]), bank.Naira(s.total), s.transfers)
+}
+
+// invariants are checked from the database at the end of every check:
+// the total is conserved, each balance is the seed plus the ledger, and
+// each intent moved money as many times as it should (once, or never).
+func (t *trial) invariants() {
+	after, err := readBank(t.ctx, t.db)
+	t.must(err)
+	t.note("after: %s", after.line())
+	if after.total != bank.SeedTotal() {
+		t.fail("the total is %s, not %s: money was made or lost", bank.Naira(after.total), bank.Naira(bank.SeedTotal()))
+	}
+	rows, err := t.db.Query(t.ctx, `SELECT a.id, a.balance_kobo,
+		a.balance_kobo - COALESCE((SELECT sum(amount_kobo) FROM transfers WHERE to_account = a.id), 0)
+		               + COALESCE((SELECT sum(amount_kobo) FROM transfers WHERE from_account = a.id), 0)
+		FROM accounts a ORDER BY a.id`)
+	t.must(err)
+	var id, balance, start int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &balance, &start}, func() error {
+		if int(id) <= len(bank.Seed) && start != bank.Seed[id-1].BalanceKobo {
+			t.fail("account %d holds %s, but the seed and the transfers table say %s: a balance changed without a transfer recorded (or the other way round)",
+				id, bank.Naira(balance), bank.Naira(bank.Seed[id-1].BalanceKobo+balance-start))
+		}
+		return nil
+	})
+	t.must(err)
+	var total, mine int
+	t.must(t.db.QueryRow(t.ctx, "SELECT count(*) FROM transfers").Scan(&total))
+	for _, in := range t.intents {
+		n := t.count(in.from, in.to, in.kobo)
+		mine += n
+		if n != in.want {
+			t.fail("%s moved money %s; it should have moved it %s", in.label, times(n), times(in.want))
+		}
+	}
+	if total > mine && !t.ownCount {
+		t.fail("%d transfers belong to no request the grader sent", total-mine)
+	}
+}
+
+func times(n int) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
+}
