@@ -108,6 +108,36 @@ type DB interface {
 type Store struct {
 	LockTTL   time.Duration // zero means DefaultLockTTL
 	NewLockID func() string // zero means 16 random bytes in hex
+
+	// Observe, if set, hears each thing the store does to a key, as it
+	// happens (the lab draws them). It must be quick.
+	Observe func(ctx context.Context, e Event)
+}
+
+// Event is one thing the store did to a key.
+type Event struct {
+	Kind        EventKind
+	LockedUntil time.Time // for Claimed and TookOver
+}
+
+// EventKind names what the store did.
+type EventKind int
+
+const (
+	Claimed   EventKind = iota + 1 // the key is ours: in progress, locked
+	Replayed                       // the key was completed: its answer is replayed
+	Locked                         // the key is in progress under a valid lock: 409
+	Reused                         // the key belongs to another request: 422
+	TookOver                       // the lock had expired: the key is ours, under a new lock id
+	Completed                      // the work and its answer committed together
+	Fenced                         // the lock id changed: the answer was refused, the work rolled back
+	Released                       // the work failed: the key was given back
+)
+
+func (s *Store) observe(ctx context.Context, kind EventKind, until time.Time) {
+	if s.Observe != nil {
+		s.Observe(ctx, Event{Kind: kind, LockedUntil: until})
+	}
 }
 
 // Request is one delivery of a request.
@@ -209,6 +239,9 @@ func (s *Store) Do(ctx context.Context, db DB, r Request, work Work) (Response, 
 			return deref(prev), err
 		}
 		tookOver = true
+		s.observe(ctx, TookOver, until)
+	} else {
+		s.observe(ctx, Claimed, until)
 	}
 
 	resp, err := s.run(ctx, db, r, lock, work)
@@ -233,6 +266,7 @@ func (s *Store) settle(ctx context.Context, db DB, r Request, hash, lock string,
 		FROM idempotency_keys WHERE user_id = $1 AND key = $2`, r.UserID, r.Key).Scan(&prevHash, &status, &code, &body)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Released between our claim and our look: a retry will claim it.
+		s.observe(ctx, Locked, time.Time{})
 		resp := InProgress()
 		return &resp, nil
 	}
@@ -240,10 +274,12 @@ func (s *Store) settle(ctx context.Context, db DB, r Request, hash, lock string,
 		return nil, fmt.Errorf("reading idempotency key: %w", err)
 	}
 	if prevHash != hash {
+		s.observe(ctx, Reused, time.Time{})
 		resp := KeyReused()
 		return &resp, nil
 	}
 	if status == "completed" {
+		s.observe(ctx, Replayed, time.Time{})
 		return &Response{Status: *code, Body: body, Replayed: true}, nil
 	}
 	tag, err := db.Exec(ctx, `UPDATE idempotency_keys SET lock_id = $3, locked_until = $4
@@ -253,6 +289,7 @@ func (s *Store) settle(ctx context.Context, db DB, r Request, hash, lock string,
 		return nil, fmt.Errorf("taking over idempotency key: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
+		s.observe(ctx, Locked, time.Time{})
 		resp := InProgress()
 		return &resp, nil
 	}
@@ -283,6 +320,7 @@ func (s *Store) run(ctx context.Context, db DB, r Request, lock string, work Wor
 	err = tx.QueryRow(ctx, CompleteSQL,
 		r.UserID, r.Key, lock, resp.Status, string(resp.Body)).Scan(&stored)
 	if errors.Is(err, pgx.ErrNoRows) {
+		s.observe(ctx, Fenced, time.Time{})
 		return Response{}, ErrLockLost
 	}
 	if err != nil {
@@ -295,11 +333,13 @@ func (s *Store) run(ctx context.Context, db DB, r Request, lock string, work Wor
 		s.release(ctx, db, r, lock)
 		return Response{}, fmt.Errorf("committing: %w", err)
 	}
+	s.observe(ctx, Completed, time.Time{})
 	return Response{Status: resp.Status, Body: stored}, nil
 }
 
 // release gives the key back, if it is still ours.
 func (s *Store) release(ctx context.Context, db DB, r Request, lock string) {
+	s.observe(ctx, Released, time.Time{})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, _ = db.Exec(ctx, "DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND lock_id = $3", r.UserID, r.Key, lock)

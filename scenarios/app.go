@@ -28,6 +28,9 @@ func appClient(lab *Lab, url string) *client.Client {
 		BaseURL: url, Token: "token-ada", Rand: lab.Rand,
 		HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second},
 		Report: func(a client.Attempt) {
+			lab.message(Event{From: actorApp, To: "server", Text: fmt.Sprintf("POST /transfers (attempt %d)", a.N)})
+			text, mark := attemptText(a.Status, a.Network, a.Replayed)
+			lab.message(Event{From: "server", To: actorApp, Text: text, Mark: mark})
 			if a.Status == 0 {
 				lab.Say("attempt %d: network error (%s)%s", a.N, a.Network, willRetry(a.Retry))
 			} else {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
@@ -29,7 +30,8 @@ var Concurrent = &Scenario{
 		"a storm: 50 copies of one ₦1,000 transfer":                           "50 copies start together. The one that claims the key is held until the other 49 have\ntheir answer, so the counts below do not depend on timing.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		handler := &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
+		server := lab.Server("server", handler)
 		lab.Intent("the double tap, one query at a time", 1, 2, 1_000_000, 1)
 		lab.Intent("the double tap of ₦5,000, with a pool", 1, 2, 500_000, 1)
 		lab.Intent("the storm's intent", 1, 2, 100_000, 1)
@@ -50,13 +52,13 @@ var Concurrent = &Scenario{
 
 		lab.Part("the lesson's database, one query at a time: a double tap of ₦10,000")
 		tap := api.Call{UserID: 1, Key: "double-tap-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
-		r, second, err := double(tap, &oneAtATime{h: handler})
+		r, second, err := double(tap, &oneAtATime{h: server})
 		if err != nil {
 			return err
 		}
 		lab.Reply(r, "first:  %d %s %s", r.Status, replayedWord(r.Replayed), errorOrOK(r.Body))
 		lab.Reply(second, "second: %d %s %s", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body))
-		later, err := handler.Handle(ctx, tap)
+		later, err := server.Handle(ctx, tap)
 		if err != nil {
 			return err
 		}
@@ -67,13 +69,13 @@ var Concurrent = &Scenario{
 
 		lab.Part("PostgreSQL with a pool: a double tap of ₦5,000")
 		tap = api.Call{UserID: 1, Key: "double-tap-0000000002", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 500000}`), Now: lab.Clock.Now()}
-		r, second, err = double(tap, handler)
+		r, second, err = double(tap, server)
 		if err != nil {
 			return err
 		}
 		lab.Reply(r, "first:  %d %s %s", r.Status, replayedWord(r.Replayed), errorOrOK(r.Body))
 		lab.Reply(second, "second: %d %s %s (Retry-After: %s)", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body), api.RetryAfter(second.Status))
-		if later, err = handler.Handle(ctx, tap); err != nil {
+		if later, err = server.Handle(ctx, tap); err != nil {
 			return err
 		}
 		lab.Reply(later, "later:  %d %s", later.Status, replayedWord(later.Replayed))
@@ -92,7 +94,8 @@ var Concurrent = &Scenario{
 			return err
 		}
 		lab.Say("storm of %d copies: %s", copies, counts)
-		again, err := handler.Handle(ctx, call)
+		lab.Burst("server", fmt.Sprintf("%d copies at once", copies), counts)
+		again, err := server.Handle(ctx, call)
 		if err != nil {
 			return err
 		}

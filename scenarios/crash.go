@@ -34,31 +34,32 @@ var Crash = &Scenario{
 		body := []byte(adaPaysBola)
 		const key = "crash-demo-00000000001"
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
-		keys := &idem.Store{LockTTL: 30 * time.Second}
+		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
 		sessionA, err := lab.Session(ctx)
 		if err != nil {
 			return err
 		}
 		serverA := &api.Transfers{DB: sessionA, Keys: keys}
 		serverB := &api.Transfers{DB: lab.DB, Keys: keys}
+		A, B := lab.Server("server A", serverA), lab.Server("server B", serverB)
 
 		lab.Step("server A claims the key")
 		lab.Say("(the clock is simulated: server A claims at 0 s, and a lock lasts %s)", human(keys.LockTTL))
 		a := hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
-			return serverA.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
+			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})
 		// The hook runs only once the claim succeeded: the lesson's "proceed".
 		lab.Say("server A claimed the key: proceed and then went silent")
 
 		lab.Step("retry after 10 s")
-		early, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(10 * time.Second)})
+		early, err := B.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(10 * time.Second)})
 		if err != nil {
 			return err
 		}
 		lab.Reply(early, "retry after 10 s: %d %s", early.Status, errorOrOK(early.Body))
 
 		lab.Step("retry after 31 s")
-		late, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(31 * time.Second)})
+		late, err := B.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(31 * time.Second)})
 		if err != nil {
 			return err
 		}

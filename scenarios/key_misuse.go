@@ -22,7 +22,7 @@ var KeyMisuse = &Scenario{
 		"misuse": "The fingerprint is a hash of the canonical request (keys sorted), stored with the key.\nKeys are stored per user: (user_id, key) is the primary key.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		handler := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
 		const key, broke = "tap-2026-09-24-0001", "tap-2026-09-24-0002"
 		lab.Intent("Ada's first request", 1, 2, 1_000_000, 1)
 		lab.Intent("the reused key's ₦50,000", 1, 2, 5_000_000, 0)

@@ -74,6 +74,8 @@ type Lab struct {
 	Rand  *rand.Rand
 
 	out       printer
+	mu        sync.Mutex // the printer hears from more than one goroutine
+	recording bool       // the pictures want the bank and keys after each step
 	step      string
 	intents   []*Intent
 	sessions  []*pgx.Conn
@@ -97,18 +99,34 @@ func (i *Intent) ShownBroken() *Intent { i.broken = true; return i }
 
 // Step starts a step of the lesson: with --explain its note is printed,
 // with --step the lab waits for Enter first.
-func (l *Lab) Step(title string) { l.step = title; l.out.step(title, false) }
+func (l *Lab) Step(title string) { l.newStep(title, false) }
 
 // Part starts a step that is one part of a lesson told in parts (the
 // broken way, the safe way): its title is printed in the transcript.
-func (l *Lab) Part(title string) { l.step = title; l.out.step(title, true) }
+func (l *Lab) Part(title string) { l.newStep(title, true) }
+
+func (l *Lab) newStep(title string, part bool) {
+	if l.step != "" {
+		l.snapshotState(context.Background())
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.step = title
+	l.out.step(title, part)
+}
 
 // Say prints one line of the transcript.
-func (l *Lab) Say(format string, args ...any) { l.out.line(l.step, fmt.Sprintf(format, args...), nil) }
+func (l *Lab) Say(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.out.line(l.step, fmt.Sprintf(format, args...), nil)
+}
 
 // Reply prints one line that reports a response; --json also gets the
 // response itself.
 func (l *Lab) Reply(r idem.Response, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.out.line(l.step, fmt.Sprintf(format, args...), &response{Status: r.Status, Replayed: r.Replayed, Body: r.Body})
 }
 
@@ -126,6 +144,8 @@ func (l *Lab) Balances(ctx context.Context, label string) error {
 	if err != nil {
 		return err
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.out.balances(l.step, label, s)
 	return nil
 }
@@ -246,6 +266,12 @@ type Options struct {
 	// Bank is the bank binary, for scenarios that start bank serve
 	// processes of their own.
 	Bank string
+	// Diagram draws the run as a sequence diagram instead of printing its
+	// transcript line by line (the invariants and verdict follow as usual).
+	Diagram bool
+	// Record, if set, receives the whole run's events at the end, with
+	// the bank and its keys after each step (for --html and bank lab).
+	Record func(*Recording)
 	// Predictions are the learner's answers to the quiz's questions about
 	// this scenario (--predict): each is marked where its line appears.
 	Predictions []Prediction
@@ -293,15 +319,25 @@ func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, w printer
 			s.Close(context.WithoutCancel(ctx))
 		}
 	}()
+	var rec *recorder
+	if o.Diagram || o.Record != nil {
+		rec = &recorder{next: lab.out, rec: &Recording{Scenario: sc}, diagram: o.Diagram, w: w, color: o.Color}
+		lab.out, lab.recording = rec, o.Record != nil
+	}
 	lab.out.begin()
 	if err := sc.Run(ctx, lab); err != nil {
 		return Verdict{}, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
+	lab.snapshotState(ctx)
 	v, err := lab.verify(ctx, sc)
 	if err != nil {
 		return Verdict{}, err
 	}
 	lab.out.verdict(v)
+	if o.Record != nil {
+		rec.rec.Verdict = v
+		o.Record(rec.rec)
+	}
 	return v, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
 )
 
 // The bus-and-tunnel story. The server moves the money, then the response
@@ -36,26 +38,21 @@ never arrived and one that failed all look the same.
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).ShownBroken()
-		deliveries := 0
-		network := func(body string) (bank.Outcome, error) {
-			deliveries++
+		// BROKEN ON PURPOSE: the transfer, with no key; the network loses
+		// its first answer after the commit.
+		server := lab.Server("server", handlerFunc(func(ctx context.Context, c api.Call) (idem.Response, error) {
 			var o bank.Outcome
 			err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
-				o, err = bank.Transfer(ctx, tx, 1, []byte(body))
+				o, err = bank.Transfer(ctx, tx, c.UserID, c.Body)
 				return err
 			})
-			if err != nil {
-				return o, err
-			}
-			if deliveries == 1 {
-				return o, errLostResponse // committed; the answer never reaches the phone
-			}
-			return o, nil
-		}
+			return outcome(o), err
+		}))
+		server.LoseNext(1) // committed; the answer never reaches the phone
 
 		lab.Step("retry after a lost response")
 		for attempt := 1; attempt <= 3; attempt++ {
-			o, err := network(adaPaysBola)
+			r, err := server.Handle(ctx, api.Call{UserID: 1, Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
 			if errors.Is(err, errLostResponse) {
 				lab.Say("attempt %d: %v", attempt, err)
 				continue
@@ -63,7 +60,7 @@ never arrived and one that failed all look the same.
 			if err != nil {
 				return err
 			}
-			lab.Reply(outcome(o), "attempt %d: %d", attempt, o.Status)
+			lab.Reply(r, "attempt %d: %d", attempt, r.Status)
 			break
 		}
 		return lab.Balances(ctx, "")

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
@@ -17,7 +18,8 @@ var NewKeyPerAttempt = &Mistake{
 	Blind:   twiceBlind,
 	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
-		h := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
+		h.LoseNext(1) // the first answer is lost after the commit
 		lab.Step("a lost response, then a retry")
 		key := newKey(lab)
 		for attempt := 1; attempt <= 2; attempt++ {
@@ -25,12 +27,12 @@ var NewKeyPerAttempt = &Mistake{
 				key = newKey(lab) // BROKEN ON PURPOSE: the key is made per attempt
 			}
 			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: key, Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
+			if errors.Is(err, errLostResponse) {
+				lab.Say("attempt %d: %v", attempt, err)
+				continue
+			}
 			if err != nil {
 				return err
-			}
-			if attempt == 1 {
-				lab.Say("attempt 1: %v", errLostResponse)
-				continue
 			}
 			lab.Reply(r, "attempt 2: %d %s%s", r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 		}

@@ -23,12 +23,13 @@ var NoFencing = &Mistake{
 		const key = "crash-demo-00000000001"
 		claimed, wake := make(chan struct{}), make(chan struct{})
 		slow := api.Hooks{AfterClaim: func(context.Context) { close(claimed); <-wake }}
-		keys := &idem.Store{LockTTL: 30 * time.Second}
+		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
 		var a, b api.Handler = &api.Transfers{DB: lab.DB, Keys: keys, Hooks: slow}, &api.Transfers{DB: lab.DB, Keys: keys}
 		if broken {
 			a = &leakyStore{db: lab.DB, mistake: noFencing, ttl: 30 * time.Second, hooks: slow}
 			b = &leakyStore{db: lab.DB, mistake: noFencing, ttl: 30 * time.Second}
 		}
+		a, b = lab.Server("server A", a), lab.Server("server B", b)
 		lab.Step("a slow server and a takeover")
 		done := make(chan error, 1)
 		go func() {

@@ -21,10 +21,11 @@ var NoFingerprint = &Mistake{
 		lies := 0
 		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)
 		lab.Effect("a success reported for the ₦50,000 request", 0, func(context.Context) (int, error) { return lies, nil }).BrokenIf(broken)
-		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
 		if broken {
 			h = &storedKeys{db: lab.DB, mistake: noFingerprint}
 		}
+		h = lab.Server("server", h)
 		lab.Step("one key, two amounts")
 		for _, body := range []string{adaPaysBola, `{"from": 1, "to": 2, "amountKobo": 5000000}`} {
 			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "tap-2026-09-24-0001", Body: []byte(body), Now: lab.Clock.Now()})

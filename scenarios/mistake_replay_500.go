@@ -27,10 +27,11 @@ var Replay500 = &Mistake{
 		if _, err := server.Exec(ctx, "SET lock_timeout = '200ms'"); err != nil {
 			return err
 		}
-		var h api.Handler = &api.Transfers{DB: server, Keys: &idem.Store{}}
+		var h api.Handler = &api.Transfers{DB: server, Keys: lab.Keys(&idem.Store{})}
 		if broken {
 			h = &storedKeys{db: server, mistake: replay500}
 		}
+		h = lab.Server("server", h)
 		send := func(label string) error {
 			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "outage-key-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
 			if err != nil {

@@ -19,10 +19,11 @@ var UnscopedKeys = &Mistake{
 	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
 		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)
 		lab.Intent("Bola's ₦1,000", 2, 1, 100_000, 1).BrokenIf(broken)
-		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
 		if broken {
 			h = &storedKeys{db: lab.DB, mistake: unscoped}
 		}
+		h = lab.Server("server", h)
 		lab.Step("two users, one key string")
 		for _, c := range []struct {
 			who  string

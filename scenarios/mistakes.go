@@ -133,7 +133,7 @@ func crashStory(mistake lockMistake, step string, at func(crash func(context.Con
 			return err
 		}
 		hooks := at(func(ctx context.Context) { lab.Kill(ctx, server) })
-		keys := &idem.Store{LockTTL: 30 * time.Second}
+		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
 		var first, retry api.Handler = &api.Transfers{DB: server, Keys: keys, Hooks: hooks}, &api.Transfers{DB: lab.DB, Keys: keys}
 		if broken {
 			first = &leakyStore{db: server, mistake: mistake, ttl: 30 * time.Second, hooks: hooks}
@@ -149,6 +149,7 @@ func crashStory(mistake lockMistake, step string, at func(crash func(context.Con
 func crashThenRetry(ctx context.Context, lab *Lab, first, retry api.Handler, at ...time.Duration) error {
 	body := []byte(adaPaysBola)
 	const key = "crash-demo-00000000001"
+	first, retry = lab.Server("server A", first), lab.Server("server B", retry)
 	_, err := first.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 	if err == nil {
 		return errors.New("the first delivery should have crashed")

@@ -27,6 +27,8 @@ type printer interface {
 	step(title string, part bool)
 	line(step, text string, r *response)
 	balances(step, label string, s bank.Snapshot)
+	message(step string, e Event) // an arrow of the sequence diagram
+	state(step string, e Event)   // the bank and keys after a step (pictures only)
 	verdict(v Verdict)
 }
 
@@ -132,6 +134,10 @@ func (p *textPrinter) mark(line string) {
 		}
 	}
 }
+
+// The transcript shows what each side printed; arrows are for pictures.
+func (p *textPrinter) message(string, Event) {}
+func (p *textPrinter) state(string, Event)   {}
 
 func (p *textPrinter) balances(_, label string, s bank.Snapshot) {
 	if label != "" {
@@ -242,6 +248,10 @@ type event struct {
 	Transfers  *int             `json:"transfers,omitempty"`
 	Reproduced *bool            `json:"reproduced,omitempty"`
 	Checks     []jsonCheck      `json:"checks,omitempty"`
+	From       string           `json:"from,omitempty"`
+	To         string           `json:"to,omitempty"`
+	Mark       string           `json:"mark,omitempty"`
+	Clock      string           `json:"clock,omitempty"`
 }
 
 type jsonCheck struct {
@@ -285,6 +295,12 @@ func (p *jsonPrinter) balances(step, label string, s bank.Snapshot) {
 	text := strings.TrimSpace(label + " " + s.Line())
 	p.emit(event{Type: "balances", Step: step, Text: text, Balances: m, TotalKobo: &total, Transfers: &n})
 }
+
+func (p *jsonPrinter) message(step string, e Event) {
+	p.emit(event{Type: "message", Step: step, Text: e.Text, From: e.From, To: e.To, Mark: e.Mark, Clock: e.Clock})
+}
+
+func (p *jsonPrinter) state(string, Event) {}
 
 func (p *jsonPrinter) verdict(v Verdict) {
 	var checks []jsonCheck

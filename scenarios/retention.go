@@ -28,7 +28,7 @@ var Retention = &Scenario{
 		"keys kept 30 days, the outline's longer end": "A phone off for ten days, and a clean-up that keeps 30 days of keys.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		h := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
+		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
 		ada := api.Call{UserID: 1, Key: "ada-offline-0000000001", Body: []byte(adaPaysBola)}
 		bola := api.Call{UserID: 2, Key: "bola-offline-000000001", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
 		lab.Intent("Ada's ₦10,000 intent", 1, 2, 1_000_000, 1).ShownBroken()

@@ -23,21 +23,13 @@ var RetrySafe = &Scenario{
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
-		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
-		deliveries := 0
-		network := func(c api.Call) (idem.Response, error) {
-			deliveries++
-			resp, err := handler.Handle(ctx, c)
-			if err == nil && deliveries == 1 {
-				return resp, errLostResponse
-			}
-			return resp, err
-		}
+		server := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
+		server.LoseNext(1) // the first answer is lost after the commit
 		intent := api.Call{UserID: 1, Key: newKey(lab), Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
 
 		lab.Step("retry with one key")
 		for attempt := 1; attempt <= 3; attempt++ {
-			resp, err := network(intent)
+			resp, err := server.Handle(ctx, intent)
 			if errors.Is(err, errLostResponse) {
 				lab.Say("attempt %d: %v", attempt, err)
 				continue

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver"
@@ -46,21 +47,42 @@ func run(t *testing.T, sc *scenarios.Scenario, o scenarios.Options) (string, sce
 	return out.String(), v
 }
 
+// drawn collects a run's recordings and draws them, each under its name.
+type drawn struct{ recs []*scenarios.Recording }
+
+func (d *drawn) record(r *scenarios.Recording) { d.recs = append(d.recs, r) }
+
+func (d *drawn) String() string {
+	var b bytes.Buffer
+	for _, r := range d.recs {
+		fmt.Fprintf(&b, "== %s\n", r.Scenario.Name)
+		scenarios.DrawDiagram(&b, r, false)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 // TestGolden runs every scenario twice, requires identical transcripts
 // (nondeterminism shows up here first), then compares with the golden file.
 func TestGolden(t *testing.T) {
 	for _, sc := range scenarios.All {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			first, v := run(t, sc, scenarios.Options{})
-			second, _ := run(t, sc, scenarios.Options{})
+			var d1, d2 drawn
+			first, v := run(t, sc, scenarios.Options{Record: d1.record})
+			second, _ := run(t, sc, scenarios.Options{Record: d2.record})
 			if first != second {
 				t.Fatalf("two runs printed different transcripts:\n%s", diff(first, second))
+			}
+			if d1.String() != d2.String() {
+				t.Fatalf("two runs drew different diagrams:\n%s", diff(d1.String(), d2.String()))
 			}
 			if !v.Reproduced {
 				t.Errorf("the lesson did not reproduce: %s", strings.Join(v.Differences(), "; "))
 			}
 			golden(t, filepath.Join(goldenDir, sc.Name+".golden"), first)
+			golden(t, filepath.Join("../testdata/diagrams", sc.Name+".golden"), d1.String())
+			checkWidth(t, d1.String())
 		})
 	}
 }
@@ -71,19 +93,25 @@ func TestMistakesGolden(t *testing.T) {
 	for _, m := range scenarios.Mistakes {
 		t.Run(m.Name, func(t *testing.T) {
 			t.Parallel()
-			runOnce := func() (string, scenarios.MistakeVerdict) {
+			runOnce := func() (string, scenarios.MistakeVerdict, string) {
 				var out bytes.Buffer
-				v, err := scenarios.RunMistake(context.Background(), pgtest.Cluster(), m, &out, scenarios.Options{Bank: bankBinary})
+				var d drawn
+				v, err := scenarios.RunMistake(context.Background(), pgtest.Cluster(), m, &out, scenarios.Options{Bank: bankBinary, Record: d.record})
 				if err != nil {
 					t.Fatal(err)
 				}
-				return out.String(), v
+				return out.String(), v, d.String()
 			}
-			first, v := runOnce()
-			second, _ := runOnce()
+			first, v, d1 := runOnce()
+			second, _, d2 := runOnce()
 			if first != second {
 				t.Fatalf("two runs printed different transcripts:\n%s", diff(first, second))
 			}
+			if d1 != d2 {
+				t.Fatalf("two runs drew different diagrams:\n%s", diff(d1, d2))
+			}
+			golden(t, filepath.Join("../testdata/diagrams/mistakes", m.Name+".golden"), d1)
+			checkWidth(t, d1)
 			if !v.Reproduced() {
 				t.Errorf("the mistake did not reproduce:\n%s", first)
 			}
@@ -94,6 +122,16 @@ func TestMistakesGolden(t *testing.T) {
 	for _, f := range files {
 		if _, ok := scenarios.LookupMistake(strings.TrimSuffix(filepath.Base(f), ".golden")); !ok {
 			t.Errorf("%s has no mistake", f)
+		}
+	}
+}
+
+// checkWidth: a diagram fits 100 columns.
+func checkWidth(t *testing.T, drawing string) {
+	t.Helper()
+	for _, l := range strings.Split(drawing, "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("a diagram line is %d columns wide: %q", n, l)
 		}
 	}
 }

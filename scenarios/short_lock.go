@@ -52,17 +52,17 @@ var ShortLock = &Scenario{
 // slowServer: server A claims at 0 s and does its work at 8 s; a retry
 // comes at 6 s, another at 9 s.
 func slowServer(ctx context.Context, lab *Lab, ttl time.Duration, key string, body []byte) error {
-	keys := &idem.Store{LockTTL: ttl}
+	keys := lab.Keys(&idem.Store{LockTTL: ttl})
 	session, err := lab.Session(ctx)
 	if err != nil {
 		return err
 	}
 	serverA := &api.Transfers{DB: session, Keys: keys}
-	serverB := &api.Transfers{DB: lab.DB, Keys: keys}
+	serverB := lab.Server("server B", &api.Transfers{DB: lab.DB, Keys: keys})
 	// A is held inside its transaction just after the claim, working
 	// slowly (it holds no row yet, so the retry is not kept waiting).
 	a := hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
-		return serverA.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
+		return lab.Server("server A", serverA).Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 	})
 	lab.Say("0 s: server A claims the key (lock %s) and starts its work, which takes 8 s", human(ttl))
 	r, err := serverB.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(6 * time.Second)})

@@ -32,7 +32,7 @@ var UnknownOutcome = &Scenario{
 		if _, err := server.Exec(ctx, "SET lock_timeout = '10ms'"); err != nil {
 			return err
 		}
-		handler := &api.Transfers{DB: server, Keys: &idem.Store{}}
+		handler := lab.Server("server", &api.Transfers{DB: server, Keys: lab.Keys(&idem.Store{})})
 		cases := []struct {
 			what string
 			call api.Call

@@ -43,6 +43,7 @@ The mistakes, in the order of the lesson's table:
 	cmd.Flags().BoolVar(&f.step, "step", false, "wait for Enter before each step (on a terminal)")
 	cmd.Flags().BoolVar(&f.explain, "explain", false, "say what each step is about before it runs")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of the transcript")
+	pictureFlags(cmd, &f)
 	return cmd
 }
 

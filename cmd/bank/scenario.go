@@ -16,6 +16,14 @@ import (
 
 type scenarioFlags struct {
 	step, explain, json, keep, predict bool
+	diagram                            bool
+	html                               string
+}
+
+// pictureFlags are the flags that draw a run, for scenario and mistake.
+func pictureFlags(cmd *cobra.Command, f *scenarioFlags) {
+	cmd.Flags().BoolVar(&f.diagram, "diagram", false, "draw the run as a sequence diagram (one lane per actor, time going down) instead of its transcript")
+	cmd.Flags().StringVar(&f.html, "html", "", "also write the run as one self-contained web page (diagram, step notes, balances and keys after each step) to this file")
 }
 
 func (a *app) scenarioCommand() *cobra.Command {
@@ -51,6 +59,7 @@ The scenarios, in the lesson's order:
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of the transcript")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the scenario's database and print its name, to look at with psql")
 	cmd.Flags().BoolVar(&f.predict, "predict", false, "predict the outcomes first (a class question), then watch the run mark them (on a terminal)")
+	pictureFlags(cmd, &f)
 	return cmd
 }
 
@@ -66,7 +75,13 @@ func (a *app) showOptions(f scenarioFlags) (scenarios.Options, error) {
 	if err != nil {
 		return scenarios.Options{}, err
 	}
-	o := scenarios.Options{Explain: f.explain, JSON: f.json, Color: color && !f.json, Keep: f.keep}
+	if f.diagram && f.json {
+		return scenarios.Options{}, usagef("--diagram and --json each replace the transcript: choose one (the JSON carries the diagram's messages)")
+	}
+	if f.diagram && f.predict {
+		return scenarios.Options{}, usagef("--predict marks the transcript's lines, which --diagram replaces: choose one")
+	}
+	o := scenarios.Options{Explain: f.explain, JSON: f.json, Color: color && !f.json, Keep: f.keep, Diagram: f.diagram}
 	switch {
 	case f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out):
 		in := bufio.NewReader(a.io.In)

@@ -1,0 +1,287 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/fatih/color"
+
+	"github.com/zudojs/bank/bank"
+)
+
+// recorder keeps every event of a run, passing each on to the printer
+// underneath; with diagram set it holds the transcript back and draws the
+// run instead, before the verdict.
+type recorder struct {
+	next    printer
+	rec     *Recording
+	diagram bool
+	w       io.Writer
+	color   bool
+}
+
+func (r *recorder) add(e Event)                  { r.rec.Events = append(r.rec.Events, e) }
+func (r *recorder) sideBySide(v MistakeVerdict)  { r.next.sideBySide(v) }
+func (r *recorder) begin()                       { r.next.begin() }
+func (r *recorder) state(step string, e Event)   { e.Step = step; r.add(e) }
+func (r *recorder) message(step string, e Event) { e.Step = step; r.add(e); r.next.message(step, e) }
+
+func (r *recorder) step(title string, part bool) {
+	r.add(Event{Kind: "step", Step: title, Part: part, Text: title})
+	if !r.diagram {
+		r.next.step(title, part)
+	}
+}
+
+func (r *recorder) line(step, text string, resp *response) {
+	r.add(Event{Kind: "line", Step: step, Text: text})
+	if !r.diagram {
+		r.next.line(step, text, resp)
+	}
+}
+
+func (r *recorder) balances(step, label string, s bank.Snapshot) {
+	r.add(Event{Kind: "balances", Step: step, Text: strings.TrimSpace(label + " " + s.Line()), Balances: &s})
+	if !r.diagram {
+		r.next.balances(step, label, s)
+	}
+}
+
+func (r *recorder) verdict(v Verdict) {
+	if r.diagram {
+		drawDiagram(r.w, r.rec, newPalette(r.color))
+	}
+	r.next.verdict(v)
+}
+
+// Diagram geometry: the whole drawing fits in 100 columns.
+const (
+	diagramWidth = 100
+	clockWidth   = 7 // "  31 s "
+)
+
+// lanes are the actors of a run, in the order a reader expects them: the
+// app first, the servers as they appear, PostgreSQL last.
+func lanes(rec *Recording) []string {
+	var names []string
+	hasDB := false
+	for _, e := range rec.Events {
+		if e.Kind != "message" {
+			continue
+		}
+		for _, a := range []string{e.From, e.To} {
+			switch {
+			case a == actorDB:
+				hasDB = true
+			case !slices.Contains(names, a):
+				names = append(names, a)
+			}
+		}
+	}
+	if i := slices.Index(names, actorApp); i > 0 {
+		names = append([]string{actorApp}, slices.Delete(names, i, i+1)...)
+	}
+	if hasDB {
+		names = append(names, actorDB)
+	}
+	return names
+}
+
+// clocked says whether the story moved the simulated clock.
+func clocked(rec *Recording) bool {
+	for _, e := range rec.Events {
+		if e.Kind == "message" && e.Clock != "0 s" {
+			return true
+		}
+	}
+	return false
+}
+
+// canvas is one row of the drawing, as runes.
+type canvas []rune
+
+func newRow() canvas {
+	c := make(canvas, diagramWidth)
+	for i := range c {
+		c[i] = ' '
+	}
+	return c
+}
+
+func (c canvas) put(x int, s string) {
+	for _, r := range s {
+		if x >= 0 && x < len(c) {
+			c[x] = r
+		}
+		x++
+	}
+}
+
+func (c canvas) String() string { return strings.TrimRight(string(c), " ") }
+
+// markTag is how a diagram names what an answer was.
+var markTag = map[string]string{
+	"lost": "[LOST]", "replayed": "[REPLAY]", "takeover": "[TAKEOVER]", "fenced": "[FENCED]", "error": "[ERROR]",
+}
+
+func (p palette) forMark(mark string) *color.Color {
+	switch mark {
+	case "lost", "fenced", "error":
+		return p.bad
+	case "takeover", "in-progress", "refused":
+		return p.expected
+	case "replayed":
+		return p.good
+	}
+	return p.dim
+}
+
+// DrawDiagram draws a recorded run as --diagram does, with colour if on.
+func DrawDiagram(w io.Writer, rec *Recording, on bool) { drawDiagram(w, rec, newPalette(on)) }
+
+// drawDiagram draws a run as a sequence diagram: one lane per actor, time
+// going down, the simulated clock at the left, and the transcript's own
+// lines and balances where the transcript prints them.
+func drawDiagram(w io.Writer, rec *Recording, p palette) {
+	names := lanes(rec)
+	if len(names) == 0 {
+		fmt.Fprintln(w, p.dim.Sprint("(nothing in this story talks to anything else: its lines follow)"))
+	}
+	span := (diagramWidth - clockWidth) / max(1, len(names))
+	x := make(map[string]int, len(names))
+	for i, n := range names {
+		x[n] = clockWidth + span*i + span/2
+	}
+	bars := func() canvas {
+		c := newRow()
+		for _, n := range names {
+			c[x[n]] = '│'
+		}
+		return c
+	}
+	if len(names) > 0 {
+		head := newRow()
+		for _, n := range names {
+			label := shortText(n, span-1)
+			head.put(x[n]-len([]rune(label))/2, label)
+		}
+		fmt.Fprintln(w, p.title.Sprint(head.String()))
+		fmt.Fprintln(w, bars().String())
+	}
+	showClock, lastClock := clocked(rec), ""
+	events := rec.Events
+	for i := 0; i < len(events); i++ {
+		e := events[i]
+		switch e.Kind {
+		case "step":
+			fmt.Fprintln(w, p.title.Sprint(strings.Repeat(" ", clockWidth)+"» "+e.Text))
+		case "line":
+			for _, l := range wrap(e.Text, diagramWidth-clockWidth-2) {
+				fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+"  "+l))
+			}
+		case "balances":
+			for _, l := range wrap("═ "+e.Text, diagramWidth-clockWidth) {
+				fmt.Fprintln(w, strings.Repeat(" ", clockWidth)+l)
+			}
+		case "message":
+			n := 1 // identical arrows in a row are drawn once, counted
+			for i+n < len(events) && sameArrow(events[i+n], e) {
+				n++
+			}
+			i += n - 1
+			clock := ""
+			if showClock && e.Clock != lastClock {
+				clock, lastClock = e.Clock, e.Clock
+			}
+			label, arrow := drawArrow(e, n, x[e.From], x[e.To], bars)
+			fmt.Fprintln(w, label.String())
+			line := arrow.String()
+			if clock != "" {
+				line = fmt.Sprintf("%*s", clockWidth-1, clock) + line[clockWidth-1:]
+			}
+			fmt.Fprintln(w, colourArrow(line, e.Mark, p))
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintln(w, bars().String())
+	}
+}
+
+// wrap breaks text into lines of at most n runes, at spaces where it can.
+func wrap(text string, n int) []string {
+	var out []string
+	for _, para := range strings.Split(text, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			for len([]rune(word)) > n { // a word longer than a line: cut it
+				if line != "" {
+					out, line = append(out, line), ""
+				}
+				out, word = append(out, string([]rune(word)[:n])), string([]rune(word)[n:])
+			}
+			switch {
+			case line == "":
+				line = word
+			case len([]rune(line))+1+len([]rune(word)) <= n:
+				line += " " + word
+			default:
+				out, line = append(out, line), word
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func sameArrow(a, b Event) bool {
+	return a.Kind == "message" && a.From == b.From && a.To == b.To && a.Text == b.Text && a.Mark == b.Mark && a.Clock == b.Clock
+}
+
+// drawArrow makes the two rows of one message: its label, then the arrow
+// between the lanes (broken half-way when the answer was lost).
+func drawArrow(e Event, n, from, to int, bars func() canvas) (canvas, canvas) {
+	text := e.Text
+	if tag := markTag[e.Mark]; tag != "" {
+		text = tag + " " + text
+	}
+	if n > 1 {
+		text += fmt.Sprintf(" ×%d", n)
+	}
+	label, arrow := bars(), bars()
+	left, right := min(from, to), max(from, to)
+	start := left + 2
+	if right-left-3 < len([]rune(text)) && diagramWidth-start < len([]rune(text)) {
+		start = max(clockWidth, diagramWidth-len([]rune(text)))
+	}
+	label.put(start, shortText(text, diagramWidth-start))
+	for c := left + 1; c < right; c++ {
+		arrow[c] = '─'
+	}
+	if e.Mark == "lost" {
+		mid := (left + right) / 2
+		for c := left + 1; c < right; c++ {
+			if (to > from && c > mid) || (to < from && c < mid) {
+				arrow[c] = ' '
+			} else if (c-left)%2 == 0 {
+				arrow[c] = ' '
+			}
+		}
+		arrow[mid] = '✕'
+		return label, arrow
+	}
+	if to > from {
+		arrow[to-1] = '▶'
+	} else {
+		arrow[to+1] = '◀'
+	}
+	return label, arrow
+}
+
+func colourArrow(line, mark string, p palette) string {
+	if mark == "" {
+		return line
+	}
+	return p.forMark(mark).Sprint(line)
+}

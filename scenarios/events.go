@@ -1,0 +1,303 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// The event model: every run records what really happened, in order, for
+// the pictures (bank scenario --diagram, --html, bank lab) and --json.
+// Events come from the calls that print the transcript (Step, Say, Reply,
+// Balances) and from the parts of the story that talk to each other: an
+// Endpoint (a server the app sends to) and the key store's own account of
+// what it did to a key (idem.Store.Observe). Nothing is drawn that did not
+// happen.
+
+// Actors of the diagrams, besides the servers a story names.
+const (
+	actorApp = "app"
+	actorDB  = "PostgreSQL"
+)
+
+// Event is one thing that happened in a run.
+type Event struct {
+	Kind  string `json:"kind"` // step, line, message, balances, state
+	Step  string `json:"step,omitempty"`
+	Part  bool   `json:"part,omitempty"` // a step whose title the transcript prints
+	Text  string `json:"text,omitempty"`
+	From  string `json:"from,omitempty"` // message: who sent it
+	To    string `json:"to,omitempty"`   // message: to whom
+	Mark  string `json:"mark,omitempty"` // message: lost, replayed, in-progress, refused, takeover, fenced, error
+	Clock string `json:"clock,omitempty"`
+
+	Balances *bank.Snapshot `json:"-"`              // balances: the snapshot; state: the bank after the step
+	Keys     []KeyRow       `json:"keys,omitempty"` // state: the idempotency keys after the step
+}
+
+// KeyRow is one idempotency key as a picture shows it: no lock id (it is
+// random), only whether a lock is held and until when.
+type KeyRow struct {
+	User     int64  `json:"user"`
+	Key      string `json:"key"`
+	Status   string `json:"status"`
+	Until    string `json:"lockedUntil,omitempty"` // simulated time
+	Response string `json:"response,omitempty"`
+}
+
+// Recording is a whole run, for the pictures.
+type Recording struct {
+	Scenario *Scenario
+	Events   []Event
+	Verdict  Verdict
+	Clocked  bool // the story moved the simulated clock: show it
+}
+
+// message records one arrow.
+func (l *Lab) message(e Event) {
+	e.Kind = "message"
+	if e.Clock == "" {
+		e.Clock = l.clockText(l.Clock.Now())
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.out.message(l.step, e)
+}
+
+// clockText is a simulated time as the diagrams show it: time since the
+// lesson's start.
+func (l *Lab) clockText(t time.Time) string {
+	d := t.Sub(LessonStart)
+	if d < 0 {
+		d = 0
+	}
+	if d >= 24*time.Hour {
+		return fmt.Sprintf("%d d", int(d.Hours()/24))
+	}
+	return human(d)
+}
+
+// actorKey carries, in a request's context, the server handling it, so
+// that the key store's events are drawn from the right lane.
+type actorKey struct{}
+
+// Keys gives a key store whose every step is drawn, as an arrow between
+// the server handling the request and PostgreSQL.
+func (l *Lab) Keys(s *idem.Store) *idem.Store {
+	s.Observe = func(ctx context.Context, e idem.Event) {
+		who, _ := ctx.Value(actorKey{}).(string)
+		if who == "" {
+			return // not a drawn server: nothing to draw from
+		}
+		text, mark := keyEventText(l, e)
+		l.message(Event{From: who, To: actorDB, Text: text, Mark: mark})
+	}
+	return s
+}
+
+func keyEventText(l *Lab, e idem.Event) (string, string) {
+	switch e.Kind {
+	case idem.Claimed:
+		return "claim the key (locked until " + l.clockText(e.LockedUntil) + ")", ""
+	case idem.Replayed:
+		return "key completed: read the stored answer", "replayed"
+	case idem.Locked:
+		return "key in progress, lock still valid", "in-progress"
+	case idem.Reused:
+		return "key holds a different request", "refused"
+	case idem.TookOver:
+		return "lock expired: take the key over (new lock id, until " + l.clockText(e.LockedUntil) + ")", "takeover"
+	case idem.Completed:
+		return "transfer + answer stored: COMMIT", ""
+	case idem.Fenced:
+		return "store refused: lock id changed (fenced): ROLLBACK", "fenced"
+	case idem.Released:
+		return "work failed: release the key", "error"
+	}
+	return "?", ""
+}
+
+// handlerFunc makes a function a handler, for stories whose server is a
+// few lines of their own.
+type handlerFunc func(ctx context.Context, c api.Call) (idem.Response, error)
+
+func (f handlerFunc) Handle(ctx context.Context, c api.Call) (idem.Response, error) { return f(ctx, c) }
+
+// Endpoint is a server as the diagrams see it: each request it handles is
+// an arrow from the app, and its answer (or the error that ended it) an
+// arrow back. LoseNext makes the network lose answers on the way back.
+type Endpoint struct {
+	lab  *Lab
+	name string
+	h    api.Handler
+
+	mu   sync.Mutex
+	lose int
+}
+
+// Server draws h as the server called name.
+func (l *Lab) Server(name string, h api.Handler) *Endpoint {
+	return &Endpoint{lab: l, name: name, h: h}
+}
+
+// LoseNext loses the next n answers after the server has sent them: the
+// app gets errLostResponse instead.
+func (e *Endpoint) LoseNext(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lose += n
+}
+
+// Handle delivers one request to the server.
+func (e *Endpoint) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	e.lab.message(Event{From: actorApp, To: e.name, Text: requestText(c), Clock: e.lab.clockText(c.Now)})
+	resp, err := e.h.Handle(context.WithValue(ctx, actorKey{}, e.name), c)
+	ev := Event{From: e.name, To: actorApp}
+	switch {
+	case errors.Is(err, idem.ErrLockLost):
+		ev.Text, ev.Mark = "rolled back: "+err.Error(), "fenced"
+	case err != nil:
+		// Its error says how the connection died, which varies from run
+		// to run; the picture says only that no answer came.
+		ev.Text, ev.Mark = "failed before answering", "error"
+	default:
+		ev.Text, ev.Mark = replyText(resp), replyMark(resp)
+	}
+	e.mu.Lock()
+	lost := err == nil && e.lose > 0
+	if lost {
+		e.lose--
+	}
+	e.mu.Unlock()
+	if lost {
+		ev.Text, ev.Mark = ev.Text+" (lost on the way)", "lost"
+		err = errLostResponse
+	}
+	e.lab.message(ev)
+	return resp, err
+}
+
+// Burst draws many requests sent at once to a server, and their answers
+// counted (their order is the scheduler's, so they are drawn as one).
+func (l *Lab) Burst(server, what, answers string) {
+	l.message(Event{From: actorApp, To: server, Text: what})
+	l.message(Event{From: server, To: actorApp, Text: answers})
+}
+
+// requestText is a request as an arrow's label: what, from whom, which key.
+func requestText(c api.Call) string {
+	var r struct{ From, To, AmountKobo int64 }
+	text := "POST /transfers"
+	if json.Unmarshal(c.Body, &r) == nil && r.AmountKobo > 0 {
+		text = fmt.Sprintf("POST %s %d→%d", bank.Naira(r.AmountKobo), r.From, r.To)
+	}
+	if c.UserID != 1 {
+		text += fmt.Sprintf(" as user %d", c.UserID)
+	}
+	if c.Key == "" {
+		return text + ", no key"
+	}
+	return text + ", key …" + c.Key[max(0, len(c.Key)-6):]
+}
+
+func replyText(r idem.Response) string {
+	s := fmt.Sprintf("%d %s", r.Status, transferLabel(r.Body))
+	if r.Replayed {
+		s += " (replayed)"
+	}
+	if r.TookOver {
+		s += " (took over)"
+	}
+	return s
+}
+
+func replyMark(r idem.Response) string {
+	switch {
+	case r.Replayed:
+		return "replayed"
+	case r.TookOver:
+		return "takeover"
+	case r.Status == http.StatusConflict:
+		return "in-progress"
+	case r.Status >= 500:
+		return "error"
+	case r.Status >= 400:
+		return "refused"
+	}
+	return ""
+}
+
+// attemptEvents are one HTTP attempt of the app's client, as two arrows.
+func attemptText(status int, network string, replayed bool) (string, string) {
+	switch {
+	case status == 0:
+		return "no answer: " + network, "lost"
+	case replayed:
+		return fmt.Sprintf("%d (replayed)", status), "replayed"
+	case status == http.StatusConflict:
+		return "409 in progress", "in-progress"
+	case status >= 500:
+		return fmt.Sprintf("%d", status), "error"
+	case status >= 400:
+		return fmt.Sprintf("%d", status), "refused"
+	}
+	return fmt.Sprintf("%d", status), ""
+}
+
+// snapshotState records, for the pictures, the bank and the keys as they
+// stand at the end of a step.
+func (l *Lab) snapshotState(ctx context.Context) {
+	if !l.recording {
+		return
+	}
+	s, err := bank.Read(ctx, l.DB)
+	if err != nil {
+		return
+	}
+	var keys []KeyRow
+	rows, err := l.DB.Query(ctx, `SELECT user_id, key, status, locked_until, COALESCE(response_status, 0), COALESCE(response_body::text, '')
+		FROM idempotency_keys ORDER BY created_at, user_id, key`)
+	if err == nil {
+		for rows.Next() {
+			var k KeyRow
+			var until *time.Time
+			var status int
+			var body string
+			if rows.Scan(&k.User, &k.Key, &k.Status, &until, &status, &body) != nil {
+				break
+			}
+			if until != nil {
+				k.Until = l.clockText(*until)
+			}
+			if status != 0 {
+				k.Response = fmt.Sprintf("%d %s", status, transferLabel([]byte(body)))
+			}
+			keys = append(keys, k)
+		}
+		rows.Close()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.out.state(l.step, Event{Kind: "state", Balances: &s, Keys: keys})
+}
+
+// shortText trims a label to n runes, with an ellipsis.
+func shortText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
