@@ -57,6 +57,9 @@ func TestDependencyRules(t *testing.T) {
 		"github.com/jackc/", "github.com/fergusstrange/embedded-postgres", "github.com/lib/pq", "github.com/xi2/xz",
 		"github.com/fatih/color", "github.com/mattn/go-isatty", "github.com/mattn/go-colorable",
 		"golang.org/x/sys", "golang.org/x/text", "golang.org/x/sync",
+		// chromedp drives headless Chromium in bank lab's browser tests
+		// (tests only); go-json-experiment is its JSON codec.
+		"github.com/chromedp/", "github.com/go-json-experiment/json",
 	}
 	for pkg := range imports {
 		if !strings.Contains(strings.SplitN(pkg, "/", 2)[0], ".") || own(pkg) || pkg == module {

@@ -28,7 +28,7 @@ var Consumer = &Scenario{
 		"safe: processed_events":                "The event id is recorded in the transaction that gives the points.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		queue := &Queue{}
+		queue := &Queue{lab: lab}
 		points := func(account, per int64) func(context.Context) (int, error) {
 			return func(ctx context.Context) (int, error) {
 				var p int64

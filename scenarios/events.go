@@ -25,9 +25,21 @@ import (
 
 // Actors of the diagrams, besides the servers a story names.
 const (
-	actorApp = "app"
-	actorDB  = "PostgreSQL"
+	actorApp      = "app"
+	actorDB       = "PostgreSQL"
+	actorServer   = "server"
+	actorRail     = "the rail"
+	actorSMS      = "SMS provider"
+	actorQueue    = "the queue"
+	actorConsumer = "consumer"
 )
+
+// draw records one arrow; a nil lab draws nothing (a fake used alone).
+func (l *Lab) draw(from, to, text, mark string) {
+	if l != nil {
+		l.message(Event{From: from, To: to, Text: text, Mark: mark})
+	}
+}
 
 // Event is one thing that happened in a run.
 type Event struct {
@@ -80,10 +92,7 @@ func (l *Lab) clockText(t time.Time) string {
 	if d < 0 {
 		d = 0
 	}
-	if d >= 24*time.Hour {
-		return fmt.Sprintf("%d d", int(d.Hours()/24))
-	}
-	return human(d)
+	return human(d) // as the transcript says it: "31 s", "24 h"
 }
 
 // actorKey carries, in a request's context, the server handling it, so

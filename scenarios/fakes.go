@@ -3,8 +3,11 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/zudojs/bank/bank"
 )
 
 // The outside world, simulated: systems the bank calls but cannot roll
@@ -15,6 +18,7 @@ import (
 // delivers each key once, as real providers do; without one it delivers
 // every request.
 type SMSProvider struct {
+	lab       *Lab // draws each request, if set
 	mu        sync.Mutex
 	delivered []string // the texts, in order
 	keys      map[string]bool
@@ -24,16 +28,23 @@ type SMSProvider struct {
 func (p *SMSProvider) Send(key, to, text string) (delivered bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	req := "send " + to + ": " + text
+	if key != "" {
+		req += ", key …" + key[max(0, len(key)-6):]
+	}
+	p.lab.draw(actorServer, actorSMS, req, "")
 	if key != "" {
 		if p.keys == nil {
 			p.keys = map[string]bool{}
 		}
 		if p.keys[key] {
+			p.lab.draw(actorSMS, actorServer, "seen this key: not sent again", "replayed")
 			return false
 		}
 		p.keys[key] = true
 	}
 	p.delivered = append(p.delivered, to+": "+text)
+	p.lab.draw(actorSMS, actorServer, "delivered", "")
 	return true
 }
 
@@ -57,6 +68,7 @@ var errRailTimeout = errors.New("the rail did not answer in time")
 // Rail is another bank's payment system: it pays every reference it is
 // given, once per reference, and can lose its answer after accepting.
 type Rail struct {
+	lab      *Lab // draws each request, if set
 	mu       sync.Mutex
 	paid     map[string]int64 // reference -> kobo
 	order    []string
@@ -68,21 +80,28 @@ type Rail struct {
 func (r *Rail) Pay(_ context.Context, reference string, amountKobo int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	req := fmt.Sprintf("pay %s, reference %s", bank.Naira(amountKobo), reference)
 	if r.dropNext > 0 {
 		r.dropNext--
+		r.lab.draw(actorServer, actorRail, req+" (never arrived)", "lost")
 		return errRailTimeout // it never got there: nothing was paid
 	}
+	r.lab.draw(actorServer, actorRail, req, "")
 	if r.paid == nil {
 		r.paid = map[string]int64{}
 	}
+	answer := "already paid this reference: not paid again"
 	if _, ok := r.paid[reference]; !ok {
 		r.paid[reference] = amountKobo
 		r.order = append(r.order, reference)
+		answer = "paid"
 	}
 	if r.loseNext > 0 {
 		r.loseNext--
+		r.lab.draw(actorRail, actorServer, answer+" (answer lost: timeout)", "lost")
 		return errRailTimeout
 	}
+	r.lab.draw(actorRail, actorServer, answer, "")
 	return nil
 }
 
@@ -91,6 +110,8 @@ func (r *Rail) Seen(_ context.Context, reference string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.paid[reference]
+	r.lab.draw(actorServer, actorRail, "status of "+reference+"?", "")
+	r.lab.draw(actorRail, actorServer, map[bool]string{true: "paid", false: "never seen"}[ok], "")
 	return ok, nil
 }
 
@@ -111,6 +132,7 @@ func (r *Rail) Payments(prefix string) int {
 // Queue delivers messages at least once: a message stays until it is
 // acknowledged, and every consumer that asks gets the unacknowledged ones.
 type Queue struct {
+	lab   *Lab // draws what it is given, if set
 	mu    sync.Mutex
 	msgs  map[string]string // id -> body
 	acked map[string]bool
@@ -124,9 +146,10 @@ func (q *Queue) Publish(id, body string) {
 		q.msgs, q.acked = map[string]string{}, map[string]bool{}
 	}
 	q.msgs[id] = body
+	q.lab.draw(actorServer, actorQueue, "publish "+id, "")
 }
 
-// Pending lists the unacknowledged message ids, in order.
+// Pending delivers the unacknowledged message ids, in order.
 func (q *Queue) Pending() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -137,6 +160,9 @@ func (q *Queue) Pending() []string {
 		}
 	}
 	sort.Strings(ids)
+	for _, id := range ids {
+		q.lab.draw(actorQueue, actorConsumer, "deliver "+id, "")
+	}
 	return ids
 }
 
@@ -145,4 +171,5 @@ func (q *Queue) Ack(id string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.acked[id] = true
+	q.lab.draw(actorConsumer, actorQueue, "ack "+id, "")
 }

@@ -28,7 +28,7 @@ var OneKey = &Scenario{
 		"the request never reached the rail":     "The enquiry does not find it: the bank calls again with the same reference.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		rail := &Rail{}
+		rail := &Rail{lab: lab}
 		keys := &idem.Store{}
 		for _, c := range []struct {
 			part       string

@@ -29,7 +29,7 @@ var Outbox = &Scenario{
 		"safe: the outbox":                    "Transfer and outbox row commit together. Worker 1 sends, then its connection dies before\nit marks the row sent; worker 2 sends again with the same key.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		sms := &SMSProvider{}
+		sms := &SMSProvider{lab: lab}
 		delivered := func(text string) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) { return sms.Count(text), nil }
 		}

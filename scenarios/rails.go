@@ -28,7 +28,7 @@ var Rails = &Scenario{
 		"safe: one reference and a status enquiry, for Ada's ₦5,000 payout": "The reference is stored with the payout before the first call. After a timeout the bank asks\nthe rail whether it has that reference, and retries only if it has not.",
 	},
 	Run: func(ctx context.Context, lab *Lab) error {
-		rail := &Rail{}
+		rail := &Rail{lab: lab}
 		paid := func(prefix string) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) { return rail.Payments(prefix), nil }
 		}

@@ -18,11 +18,19 @@ type Group struct {
 
 // StartGroup starts cmd as the leader of a group of its own.
 func StartGroup(cmd *exec.Cmd) (*Group, error) {
-	bindGroup(cmd)
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	release, err := bindGroup(cmd)
+	if err != nil {
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
+		release()
 		return nil, err
 	}
 	startedGroup(cmd)
+	release() // only now may the command run, and start children
 	g := &Group{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		g.err = cmd.Wait()

@@ -11,7 +11,10 @@ const (
 	sigCont
 )
 
-func bindGroup(cmd *exec.Cmd) { bind(cmd, Kill) }
+func bindGroup(cmd *exec.Cmd) (release func(), err error) {
+	bind(cmd, Kill)
+	return func() {}, nil
+}
 
 func startedGroup(*exec.Cmd) {}
 

@@ -190,7 +190,7 @@ func TestJSON(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
-	var types []string
+	var types, arrows []string
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	var last map[string]any
 	for sc.Scan() {
@@ -198,10 +198,22 @@ func TestJSON(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
 			t.Fatalf("not JSON: %q", sc.Text())
 		}
+		if last["type"] == "message" {
+			arrows = append(arrows, fmt.Sprintf("%v>%v %v", last["from"], last["to"], last["mark"]))
+			if len(types) == 0 || types[len(types)-1] != "message" {
+				types = append(types, "message")
+			}
+			continue
+		}
 		types = append(types, last["type"].(string))
 	}
-	if got := strings.Join(types, " "); got != "scenario step line response balances verdict" {
+	if got := strings.Join(types, " "); got != "scenario step message line message response balances verdict" {
 		t.Fatalf("event types %q", got)
+	}
+	// The diagram's messages: the first answer lost after the commit, the
+	// retry replayed.
+	if got := strings.Join(arrows, ", "); got != "app>server <nil>, server>PostgreSQL <nil>, server>PostgreSQL <nil>, server>app lost, app>server <nil>, server>PostgreSQL replayed, server>app replayed" {
+		t.Fatalf("messages %q", got)
 	}
 	if last["reproduced"] != true {
 		t.Fatalf("verdict %v", last)

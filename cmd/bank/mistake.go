@@ -55,6 +55,11 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 	if o.Bank, err = os.Executable(); err != nil {
 		return err
 	}
+	page, err := a.startPage(f.html, &o)
+	if err != nil {
+		return err
+	}
+	defer page.discard()
 	db, err := a.openDatabase(ctx)
 	if err != nil {
 		return err
@@ -74,6 +79,9 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 		if !v.Reproduced() {
 			failed = append(failed, m.Name)
 		}
+	}
+	if err := page.write(); err != nil {
+		return err
 	}
 	if name == "all" && !f.json {
 		fmt.Fprintf(a.io.Out, "%-20s %-46s %s\n", "mistake", "what happens", "verdict")

@@ -100,7 +100,7 @@ or one fetched by embedded-postgres) unless you give --database-url.`,
 	f.StringVar(&a.color, "color", "auto", "colour: auto, always or never")
 	f.BoolVar(&a.noColor, "no-color", false, "no colour (same as --color=never)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "say where PostgreSQL comes from, where its log is, and how long it took to start")
-	root.AddCommand(a.scenarioCommand(), a.mistakeCommand(), a.exerciseCommand(), a.quizCommand(), a.serveCommand(), a.gradeCommand(), a.sendCommand(), a.statusCommand(), a.keysCommand(), a.benchCommand(), a.tortureCommand())
+	root.AddCommand(a.scenarioCommand(), a.mistakeCommand(), a.exerciseCommand(), a.quizCommand(), a.serveCommand(), a.gradeCommand(), a.labCommand(), a.sendCommand(), a.statusCommand(), a.keysCommand(), a.benchCommand(), a.tortureCommand())
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }

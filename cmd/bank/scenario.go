@@ -104,6 +104,11 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	if f.keep && name == "all" {
 		return usagef("--keep works with one scenario at a time")
 	}
+	page, err := a.startPage(f.html, &o)
+	if err != nil {
+		return err
+	}
+	defer page.discard()
 	if f.predict && name == "all" {
 		return usagef("--predict works with one scenario at a time")
 	}
@@ -134,6 +139,9 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	}
 	if name == "all" {
 		a.summary(verdicts, f.json)
+	}
+	if err := page.write(); err != nil {
+		return err
 	}
 	if kept != nil {
 		a.announceKept(ctx, db, kept)

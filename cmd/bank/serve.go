@@ -169,11 +169,19 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		ReadTimeout:       15 * time.Second,
 		IdleTimeout:       60 * time.Second,
 	}
+	return a.serveUntilDone(ctx, hs, ln, a.banner)
+}
+
+// serveUntilDone announces a server (a machine-readable ready line for
+// the lab that started this process, else banner for a person), serves
+// until Ctrl-C, then stops accepting and lets requests in flight finish,
+// for ten seconds at most.
+func (a *app) serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener, banner func(base string)) error {
 	base := "http://" + ln.Addr().String()
 	if a.getenv(procs.ReadyEnv) != "" {
-		fmt.Fprintln(a.io.Out, "ready "+base) // for the lab that started this process
+		fmt.Fprintln(a.io.Out, "ready "+base)
 	} else {
-		a.banner(base)
+		banner(base)
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -182,8 +190,6 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	// Stop accepting, let requests in flight finish (bounded), then the
-	// deferred calls stop PostgreSQL.
 	fmt.Fprintln(a.io.Err, "bank: stopping: finishing requests in flight")
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

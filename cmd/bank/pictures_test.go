@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDiagramFlag: --diagram draws the crash with its lanes, the takeover
+// and the fencing, instead of the transcript's plain lines.
+func TestDiagramFlag(t *testing.T) {
+	r := cli(t, nil, "scenario", "crash", "--diagram")
+	if r.code != exitOK {
+		t.Fatalf("%+v", r)
+	}
+	for _, want := range []string{"app", "server A", "server B", "PostgreSQL", "[TAKEOVER]", "[FENCED]", "  31 s", "verdict: fix held"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the diagram lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestHTMLFlag: --html writes one whole page, or nothing at all.
+func TestHTMLFlag(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "crash.html")
+	if r := cli(t, nil, "scenario", "crash", "--html", page); r.code != exitOK {
+		t.Fatalf("%+v", r)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(b), `<svg xmlns="http://www.w3.org/2000/svg" class="diagram"`) || !strings.HasSuffix(string(b), "</html>\n") {
+		t.Fatalf("the page is not whole (%v): %.300s", err, b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".bank-page-*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+func TestPictureUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scenario", "crash", "--diagram", "--json"}, "--diagram and --json each replace the transcript"},
+		{[]string{"scenario", "crash", "--html", filepath.Join(dir, "no", "such", "dir", "x.html")}, "--html: cannot write in"},
+		{[]string{"scenario", "crash", "--html", dir}, "is a directory: name a file"},
+		{[]string{"lab", "--addr", "0.0.0.0:8090"}, "--addr must be a loopback address"},
+	} {
+		r := cli(t, nil, c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused --html left files: %v", entries)
+	}
+}
