@@ -78,6 +78,12 @@ func (a *app) showOptions(f scenarioFlags) (scenarios.Options, error) {
 	if f.diagram && f.json {
 		return scenarios.Options{}, usagef("--diagram and --json each replace the transcript: choose one (the JSON carries the diagram's messages)")
 	}
+	if f.diagram && f.step {
+		return scenarios.Options{}, usagef("--diagram is drawn once the run is over, so it cannot wait at each step: use bank lab to step through a diagram")
+	}
+	if f.diagram && f.explain {
+		return scenarios.Options{}, usagef("--explain's notes go with the transcript, which --diagram replaces: use --html FILE or bank lab for the diagram with the notes")
+	}
 	if f.diagram && f.predict {
 		return scenarios.Options{}, usagef("--predict marks the transcript's lines, which --diagram replaces: choose one")
 	}

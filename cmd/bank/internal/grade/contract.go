@@ -3,6 +3,8 @@ package grade
 import (
 	"fmt"
 	"strings"
+
+	"github.com/zudojs/bank/bank"
 )
 
 // Contract is what bank grade expects of a server: the lesson's API.
@@ -20,12 +22,14 @@ Start-up
   your own key table (CREATE TABLE IF NOT EXISTS) when you start; two
   instances of your server may share one database.
     accounts (id, owner_id, holder, status, balance_kobo)
-      1 Ada   owner 1  active  ₦50,000 (5000000 kobo)
-      2 Bola  owner 2  active  ₦5,000
-      3 Chidi owner 3  frozen  ₦20,000
-    transfers (id serial, from_account, to_account, amount_kobo)
-  The grader reads both after every check: the total must stay ₦75,000,
-  every balance must be its seed plus its transfers, and each request must
+`)
+	for _, a := range bank.Seed {
+		fmt.Fprintf(&b, "      %d %-9s owner %d  %-7s %s (%d kobo)\n", a.ID, a.Holder, a.Owner, a.Status, bank.Naira(a.BalanceKobo), a.BalanceKobo)
+	}
+	fmt.Fprintf(&b, `    transfers (id serial, from_account, to_account, amount_kobo)
+  The grader reads both after every check: the total must stay %s,
+`, bank.Naira(bank.SeedTotal()))
+	b.WriteString(`  every balance must be its seed plus its transfers, and each request must
   have moved money once (or never, when it was refused).
 
 POST /transfers
