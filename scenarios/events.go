@@ -71,7 +71,6 @@ type Recording struct {
 	Scenario *Scenario
 	Events   []Event
 	Verdict  Verdict
-	Clocked  bool // the story moved the simulated clock: show it
 }
 
 // message records one arrow.
@@ -245,7 +244,8 @@ func replyMark(r idem.Response) string {
 	return ""
 }
 
-// attemptEvents are one HTTP attempt of the app's client, as two arrows.
+// attemptText is the answer to one HTTP attempt of the app's client, as
+// an arrow's label and mark.
 func attemptText(status int, network string, replayed bool) (string, string) {
 	switch {
 	case status == 0:
