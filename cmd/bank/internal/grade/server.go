@@ -38,13 +38,21 @@ type instance struct {
 // startInstance starts the command with DATABASE_URL, PORT and
 // LOCK_TTL_MS in its environment and waits, bounded, until it listens.
 func startInstance(ctx context.Context, cfg *Config, dbURL string) (*instance, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	in := &instance{cfg: cfg, dbURL: dbURL}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if in.port, err = freePort(); err != nil {
+			return nil, err
+		}
+		if err = in.start(ctx); !errors.Is(err, errPortTaken) {
+			return in, err
+		}
 	}
-	in := &instance{cfg: cfg, dbURL: dbURL, port: port}
-	return in, in.start(ctx)
+	return in, err
 }
+
+// errPortTaken: another program took the port chosen for the server.
+var errPortTaken = errors.New("another program took the port")
 
 func (in *instance) start(ctx context.Context) error {
 	cmd := exec.Command(in.cfg.Command[0], in.cfg.Command[1:]...)
@@ -62,13 +70,21 @@ func (in *instance) start(ctx context.Context) error {
 	in.g = g
 	deadline := time.Now().Add(in.cfg.StartTimeout)
 	addr := "127.0.0.1:" + strconv.Itoa(in.port)
+	stranger := false // someone else listens on the port
 	for {
 		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
 			c.Close()
-			return nil
+			owned, known := listenedBy(g.PID(), in.port)
+			if owned || !known {
+				return nil
+			}
+			stranger = true // ours will fail to bind, and exit
 		}
 		select {
 		case <-g.Exited():
+			if stranger {
+				return errPortTaken
+			}
 			return &StartError{Why: fmt.Sprintf("the server exited (%v) before it listened on its PORT; run it by hand to see why, with DATABASE_URL and PORT set", exitStatus(g.Err())), Stderr: in.output.LastLines(10)}
 		case <-ctx.Done():
 			g.Kill()
