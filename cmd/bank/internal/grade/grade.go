@@ -97,6 +97,17 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			fmt.Fprintf(cfg.Progress, "grade: %s…\n", c.Title)
 		}
 		res, err := runCheck(ctx, &cfg, c)
+		var unsure *unsureError
+		if errors.As(err, &unsure) {
+			// Its servers did not last the check, or another program
+			// answered on a server's port: the verdict would be about
+			// something else. Once more, on fresh ports.
+			res, err = runCheck(ctx, &cfg, c)
+		}
+		if errors.As(err, &unsure) {
+			res.Verdict, res.Why = Fail, unsure.why
+			err = nil
+		}
 		if err != nil {
 			return rep, err
 		}
@@ -138,6 +149,9 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 	if err := t.catch(c.run); err != nil {
 		return res, err
 	}
+	if err := t.serversHeld(); err != nil {
+		return res, err
+	}
 	if res.Verdict != NA {
 		t.invariants()
 	}
@@ -152,6 +166,28 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 		res.LooksLike, res.See = "", ""
 	}
 	return res, nil
+}
+
+// unsureError means a check's own servers were not the ones answering at
+// its end.
+type unsureError struct{ why string }
+
+func (e *unsureError) Error() string { return e.why }
+
+// serversHeld checks that every server of the check is still running and
+// still the one listening on its port.
+func (t *trial) serversHeld() error {
+	for i, in := range t.servers {
+		select {
+		case <-in.g.Exited():
+			return &unsureError{fmt.Sprintf("%s exited during the check (%s); its last output: %s", serverName(i), exitStatus(in.g.Err()), in.output.LastLines(5))}
+		default:
+		}
+		if owned, known := listenedBy(in.g.PID(), in.port); known && !owned {
+			return &unsureError{fmt.Sprintf("another program answered on %s's port", serverName(i))}
+		}
+	}
+	return nil
 }
 
 // catch runs a check; a server that cannot be restarted inside it ends
