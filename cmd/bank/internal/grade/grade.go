@@ -102,7 +102,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			// Its servers did not last the check, or another program
 			// answered on a server's port: the verdict would be about
 			// something else. Once more, on fresh ports.
+			first := unsure.why
 			res, err = runCheck(ctx, &cfg, c)
+			res.Evidence = append([]string{"(a first run was set aside: " + first + ")"}, res.Evidence...)
 		}
 		if errors.As(err, &unsure) {
 			res.Verdict, res.Why = Fail, unsure.why
