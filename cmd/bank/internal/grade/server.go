@@ -73,12 +73,18 @@ func (in *instance) start(ctx context.Context) error {
 	stranger := false // someone else listens on the port
 	for {
 		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			// A connection to a port in the ephemeral range that nobody
+			// listens on can connect to itself (the kernel may pick the
+			// very same port as its source): that is not a server.
+			self := c.LocalAddr().(*net.TCPAddr).Port == in.port
 			c.Close()
-			owned, known := listenedBy(g.PID(), in.port)
-			if owned || !known {
-				return nil
+			if !self {
+				owned, known := listenedBy(g.PID(), in.port)
+				if owned || !known {
+					return nil
+				}
+				stranger = true // ours will fail to bind, and exit
 			}
-			stranger = true // ours will fail to bind, and exit
 		}
 		select {
 		case <-g.Exited():
