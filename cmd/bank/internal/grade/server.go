@@ -121,8 +121,15 @@ func (in *instance) kill() { in.g.Kill() }
 // stop ends the server the orderly way (SIGTERM), as a deploy would.
 func (in *instance) stop() { in.g.Stop(5 * time.Second) }
 
-// restart starts it again on the same port.
-func (in *instance) restart(ctx context.Context) error { return in.start(ctx) }
+// restart starts it again on the same port. Should another program take
+// the port in the meantime, the check cannot go on: it is run again.
+func (in *instance) restart(ctx context.Context) error {
+	err := in.start(ctx)
+	if errors.Is(err, errPortTaken) {
+		return &unsureError{"another program took the server's port while it restarted"}
+	}
+	return err
+}
 
 func (in *instance) base() string { return "http://127.0.0.1:" + strconv.Itoa(in.port) }
 
