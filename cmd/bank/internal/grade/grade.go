@@ -27,7 +27,6 @@ import (
 // Config is one grading run.
 type Config struct {
 	Command      []string      // the learner's server and its arguments
-	Dir          string        // where to run it; "" is the current directory
 	Env          []string      // its environment, before DATABASE_URL, PORT and LOCK_TTL_MS
 	LockTTL      time.Duration // LOCK_TTL_MS: how long the server's claim should hold a key
 	StartTimeout time.Duration // how long a server may take to listen
@@ -136,7 +135,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 		return res, err
 	}
 	defer pool.Close()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: url, res: &res, check: c}
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: url, res: &res}
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {

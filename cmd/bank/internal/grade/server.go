@@ -56,7 +56,6 @@ var errPortTaken = errors.New("another program took the port")
 
 func (in *instance) start(ctx context.Context) error {
 	cmd := exec.Command(in.cfg.Command[0], in.cfg.Command[1:]...)
-	cmd.Dir = in.cfg.Dir
 	cmd.Env = append(append([]string{}, in.cfg.Env...),
 		"DATABASE_URL="+in.dbURL,
 		"PORT="+strconv.Itoa(in.port),

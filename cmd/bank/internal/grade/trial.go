@@ -22,7 +22,6 @@ import (
 type trial struct {
 	ctx     context.Context
 	cfg     *Config
-	check   Check
 	db      *pgxpool.Pool
 	url     string
 	servers []*instance
