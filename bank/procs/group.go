@@ -67,8 +67,9 @@ func (g *Group) Stop(grace time.Duration) {
 	}
 }
 
-// Pause stops the whole group where it stands (SIGSTOP).
-func (g *Group) Pause() error { return g.signal(sigStop) }
+// Pause stops the whole group where it stands (SIGSTOP), and returns
+// once every thread of every process in it has stopped.
+func (g *Group) Pause() error { return g.pause() }
 
 // Resume lets a paused group go on (SIGCONT).
 func (g *Group) Resume() error { return g.signal(sigCont) }

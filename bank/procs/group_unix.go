@@ -45,3 +45,10 @@ func startedGroup(cmd *exec.Cmd) { watchGroup(cmd.Process.Pid, "KILL") }
 func (g *Group) signal(sig syscall.Signal) error {
 	return syscall.Kill(-g.cmd.Process.Pid, sig)
 }
+
+func (g *Group) pause() error {
+	if err := g.signal(sigStop); err != nil {
+		return err
+	}
+	return waitStopped("the server's process group", func() bool { return groupStopped(g.cmd.Process.Pid) })
+}

@@ -25,3 +25,5 @@ func (g *Group) signal(sig signal) error {
 	}
 	return g.cmd.Process.Kill()
 }
+
+func (g *Group) pause() error { return errNoSignals }

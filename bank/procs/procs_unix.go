@@ -16,8 +16,14 @@ func signalFor(how OnParentDeath) syscall.Signal {
 }
 
 // Pause stops a process where it stands (SIGSTOP), as a long garbage
-// collection or a frozen virtual machine would.
-func Pause(p *os.Process) error { return p.Signal(syscall.SIGSTOP) }
+// collection or a frozen virtual machine would, and returns once every
+// thread of it has stopped.
+func Pause(p *os.Process) error {
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	return waitStopped("the process", func() bool { return processStopped(p.Pid) })
+}
 
 // Resume lets a paused process go on (SIGCONT).
 func Resume(p *os.Process) error { return p.Signal(syscall.SIGCONT) }

@@ -368,9 +368,15 @@ func pause(t *trial) {
 	rb.server = 1
 	pb := t.async(rb)
 	tookOver := t.waitBlocked(a, pb, 5*time.Second) != 0
+	early := reply{} // B's answer, when it came without waiting on A
 	if tookOver {
 		t.note("server B's retry waits on the rows A's transaction holds")
-	} else if got, _ := t.await(pb, 5*time.Second); got.Status == 409 {
+	} else if got, answered := t.await(pb, 5*time.Second); !answered {
+		early = reply{Lost: true}
+	} else if got.Replayed {
+		// A's transaction cannot have committed while A was frozen.
+		t.must(&unsureError{"server B replayed a finished transfer while server A was paused: A was not frozen in time"})
+	} else if early = got; got.Status == 409 {
 		// Still locked: give it until the bound, then let A go on.
 		got, ok := t.settle(rb, 3*time.Second)
 		if !ok {
@@ -395,6 +401,10 @@ func pause(t *trial) {
 	}
 	if n := t.count(1, 2, tenThousand); n > 1 {
 		t.fail("server A, resumed after the retry had gone to server B, still committed its transfer, and B made another: money moved %s", times(n))
+		return
+	}
+	if !tookOver {
+		t.notApplicable("server B answered the retry (%s) without waiting on A's transaction, so no takeover was put to the test", early.short())
 		return
 	}
 	t.passed("A's late work was refused once B had taken the key over; money moved once")
