@@ -127,7 +127,7 @@ func onACommandLine(secret string) string {
 // line that names it and the fix, and nothing is written into it.
 func TestUntrustedCacheDirIsRefused(t *testing.T) {
 	t.Parallel()
-	parent := pgtest.CacheDir(t)
+	parent := pgtest.FreshCacheDir(t)
 	foreign := filepath.Join(parent, "foreign")
 	os.Mkdir(foreign, 0o777)
 	os.Chmod(foreign, 0o777)

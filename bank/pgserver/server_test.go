@@ -170,7 +170,7 @@ func TestDownloadPath(t *testing.T) {
 	}))
 	defer repo.Close()
 
-	dir := pgtest.CacheDir(t)
+	dir := pgtest.FreshCacheDir(t)
 	var progress bytes.Buffer
 	s := start(t, pgserver.Options{
 		CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL,

@@ -95,27 +95,31 @@ func TestKill9LeavesNothing(t *testing.T) {
 		name  string
 		args  []string
 		ready func(ps []proc, stderr string) bool
+		fresh bool // a first run: initdb, then the server
 	}{
 		{"during start-up", []string{"scenario", "naive"}, func(ps []proc, _ string) bool {
 			return len(postmasters(ps)) > 0
-		}},
+		}, true},
 		{"mid-scenario, with bank serve children", []string{"mistake", "memory-keys"}, func(ps []proc, _ string) bool {
 			return serves(ps) > 0
-		}},
-		{"after torture restarted the database", []string{"torture", "--seed", "1", "--intents", "2000", "--lock-ttl", "1s"}, restarted()},
+		}, false},
+		{"after torture restarted the database", []string{"torture", "--seed", "1", "--intents", "2000", "--lock-ttl", "1s"}, restarted(), false},
 		// The graded server is a shell that leaves a child of its own
 		// (sleep) running: only the grader's watch over the server's
 		// process group can end it.
 		{"grading a server that starts a child", []string{"grade", "--only", "torture", "--", "sh", "-c", "sleep 600 & exec " + bankBinary(t) + " serve"}, func(ps []proc, _ string) bool {
 			return slices.ContainsFunc(ps, func(p proc) bool { return p.cmdline == "sleep 600" })
-		}},
+		}, false},
 		{"holding the server open with --keep", []string{"scenario", "naive", "--keep"}, func(_ []proc, stderr string) bool {
 			return strings.Contains(stderr, "stays up until you press Ctrl-C")
-		}},
+		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			cache := pgtest.CacheDir(t)
+			if c.fresh {
+				cache = pgtest.FreshCacheDir(t)
+			}
 			cmd := command(t, cache, c.args...)
 			stderr, _ := cmd.StderrPipe()
 			if err := cmd.Start(); err != nil {

@@ -276,6 +276,7 @@ func command(t testing.TB, cache string, args ...string) *exec.Cmd {
 }
 
 func TestTwoProcessesAtOnce(t *testing.T) {
+	t.Parallel()
 	cache := pgtest.CacheDir(t)
 	var wg sync.WaitGroup
 	outs := make([][]byte, 2)

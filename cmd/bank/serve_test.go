@@ -87,6 +87,7 @@ func balance(t *testing.T, url string) float64 {
 }
 
 func TestServeStatuses(t *testing.T) {
+	t.Parallel()
 	url := serveProcess(t)
 	key := "statuses-key-000001"
 	cases := []struct {
@@ -155,6 +156,7 @@ func TestServeStatuses(t *testing.T) {
 }
 
 func TestServeFiftyCopiesMoveMoneyOnce(t *testing.T) {
+	t.Parallel()
 	url := serveProcess(t)
 	var wg sync.WaitGroup
 	statuses := make(chan int, 50)
@@ -183,6 +185,7 @@ func TestServeFiftyCopiesMoveMoneyOnce(t *testing.T) {
 }
 
 func TestSendThroughLostResponses(t *testing.T) {
+	t.Parallel()
 	url := serveProcess(t, "--lose-responses", "2")
 	state := filepath.Join(t.TempDir(), "draft.json")
 	out, err := command(t, pgtest.CacheDir(t), "send", "--server", url, "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "1000000", "--seed", "1").CombinedOutput()
@@ -203,6 +206,7 @@ func TestSendThroughLostResponses(t *testing.T) {
 // lost; the client is killed while it waits to retry; --resume reuses the
 // saved key and gets the replay. Money moves once.
 func TestSendKilledAndResumed(t *testing.T) {
+	t.Parallel()
 	url := serveProcess(t, "--lose-responses", "1")
 	state := filepath.Join(t.TempDir(), "draft.json")
 	cache := pgtest.CacheDir(t)
@@ -237,6 +241,7 @@ func TestSendKilledAndResumed(t *testing.T) {
 }
 
 func TestSendToNoServerIsUnknown(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "draft.json")
 	cache := pgtest.CacheDir(t)
 	out, err := command(t, cache, "send", "--server", "http://127.0.0.1:1", "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "5", "--attempts", "2", "--backoff", "1ms").CombinedOutput()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,7 @@ func Run(m *testing.M, tmpl pgserver.Template) int {
 		c.CopyFiles()
 	}
 	cluster = c
+	defer removeSeed()
 	return m.Run()
 }
 
@@ -89,23 +91,102 @@ func DB(t testing.TB) (*pgxpool.Pool, *pgserver.Database) {
 }
 
 // CacheDir is a private cache directory for a test that starts servers of
-// its own. As root it is made under /var/tmp and opened to others
-// (t.TempDir is 0700, which the postgres account could not enter).
+// its own. It already holds the base cluster: a copy of one that initdb
+// made once for the whole test binary (initdb costs most of a first run's
+// second of CPU, and tens of tests each paid it). A test about the first
+// run itself takes FreshCacheDir.
 func CacheDir(tb testing.TB) string {
 	tb.Helper()
+	dir := FreshCacheDir(tb)
+	if err := seedCache(dir); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+// FreshCacheDir is an empty private cache directory: the lab's first run
+// happens in it. As root it is made under /var/tmp and opened to others
+// (t.TempDir is 0700, which the postgres account could not enter).
+func FreshCacheDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := newCacheDir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { pgserver.RemoveCache(dir) })
+	return dir
+}
+
+func newCacheDir() (string, error) {
 	parent := os.TempDir()
 	if os.Geteuid() == 0 {
 		parent = "/var/tmp"
 	}
 	dir, err := os.MkdirTemp(parent, "bank-test-")
-	if err != nil {
-		tb.Fatal(err)
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		tb.Fatal(err)
+	return dir, err
+}
+
+// seed is the cache whose base cluster CacheDir copies, made on first use.
+var seed struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// seedCache copies the seed's base cluster into dst, as the lab would
+// have found it after a first run: the installation directory with its
+// base and the base's id, owners and modes kept (cp -a). No slot and no
+// server is copied.
+func seedCache(dst string) error {
+	seed.once.Do(func() {
+		if seed.dir, seed.err = newCacheDir(); seed.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s, err := pgserver.Start(ctx, pgserver.Options{CacheDir: seed.dir})
+		if err != nil {
+			seed.err = fmt.Errorf("pgtest: preparing the seed cache: %w", err)
+			return
+		}
+		s.Stop()
+	})
+	if seed.err != nil {
+		return seed.err
 	}
-	tb.Cleanup(func() { pgserver.RemoveCache(dir) })
-	return dir
+	homes, _ := filepath.Glob(filepath.Join(seed.dir, "pg*"))
+	for _, home := range homes {
+		info, err := os.Stat(home)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, filepath.Base(home))
+		if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
+			return err
+		}
+		cp := exec.Command("cp", "-a", filepath.Join(home, "base"), filepath.Join(home, "base.id"), to)
+		if out, err := cp.CombinedOutput(); err != nil {
+			return fmt.Errorf("pgtest: seeding %s: %v: %s", dst, err, out)
+		}
+	}
+	return nil
+}
+
+// Caches is TestMain for a package whose tests use CacheDir without the
+// shared server: it runs them, then removes the seed cache.
+func Caches(m *testing.M) {
+	code := m.Run()
+	removeSeed()
+	os.Exit(code)
+}
+
+func removeSeed() {
+	if seed.dir != "" {
+		pgserver.RemoveCache(seed.dir)
+	}
 }
 
 // BuildBank builds the bank command from the package at pkg (a path
