@@ -8,17 +8,22 @@ GO ?= go
 demo:
 	$(GO) run ./cmd/bank scenario all
 
-# The learner's run (as-learner) goes on beside the main one: much of
-# both is waiting on PostgreSQL and on processes, and the machine has two
-# cores. Its output follows the main run's. For the same reason the
-# parallel tests may run eight at a time rather than GOMAXPROCS (two here):
-# with two slots, tests that sleep through a lock's TTL or wait on a child
-# held them, and cmd/bank alone took 75 s; with eight, 52 s.
-test: vet cross
-	@log=$$(mktemp); GO=$(GO) bash .ci/as-learner >"$$log" 2>&1 & learner=$$!; \
+# Three runs go on side by side, because much of each is waiting on
+# PostgreSQL and on processes and the machine has two cores: the tests
+# (with -race), the learner's run (as-learner), and go vet with the
+# builds for the other platforms. The last two print when the tests are
+# done. For the same reason the parallel tests may run eight at a time
+# rather than GOMAXPROCS (two here): with two slots, tests that sleep
+# through a lock's TTL or wait on a child held them up.
+test:
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	@checks=$$(mktemp); learn=$$(mktemp); \
+	$(MAKE) --no-print-directory vet cross >"$$checks" 2>&1 & vc=$$!; \
+	GO=$(GO) bash .ci/as-learner >"$$learn" 2>&1 & learner=$$!; \
 	$(GO) test -race -count=1 -parallel 8 ./...; rc=$$?; \
-	wait $$learner; lrc=$$?; cat "$$log"; rm -f "$$log"; \
-	test $$rc -eq 0 && test $$lrc -eq 0
+	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; \
+	cat "$$checks" "$$learn"; rm -f "$$checks" "$$learn"; \
+	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0
 
 # The learner's case: the lifecycle, scenario and golden tests as an
 # unprivileged user with an empty home (when run as root, as CI is).

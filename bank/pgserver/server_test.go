@@ -296,7 +296,7 @@ func TestDamagedSlotIsRebuilt(t *testing.T) {
 // carry the end of PostgreSQL's log and the path of the whole log.
 func TestStartFailureShowsTheLog(t *testing.T) {
 	t.Parallel()
-	dir := pgtest.CacheDir(t)
+	dir := pgtest.FreshCacheDir(t) // its base is broken: not the shared one
 	s := start(t, pgserver.Options{CacheDir: dir})
 	s.Stop()
 	breakConfig(t, s.DataDir())

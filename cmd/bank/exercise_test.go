@@ -61,6 +61,7 @@ done
 `
 
 func TestExercises(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		args []string
@@ -98,6 +99,7 @@ func TestExercises(t *testing.T) {
 }
 
 func TestExerciseUsageAndEnvironment(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		code int
@@ -122,7 +124,7 @@ func TestExerciseUsageAndEnvironment(t *testing.T) {
 
 // TestHintsOpenOneAtATime: each --hint shows one more, then points to
 // the solution.
-func TestHintsOpenOneAtATime(t *testing.T) {
+func TestHintsOpenOneAtATime(t *testing.T) { // not parallel: it sets HOME
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))

@@ -156,6 +156,7 @@ func TestGradeServersThatCannotBeGraded(t *testing.T) {
 }
 
 func TestGradeUsage(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string

@@ -148,7 +148,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 					cmd.Process.Kill()
 					t.Fatalf("the phase never came: %v", ps)
 				}
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // each look reads every process's environment
 			}
 			// No process of the run carries the database's address (and
 			// so no secret) on its command line, where every local user

@@ -54,6 +54,7 @@ func oneLine(t *testing.T, r result) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "--help")
 	if r.code != 0 || !strings.Contains(r.stdout, "scenario") || !strings.Contains(r.stdout, "--database-url") {
 		t.Fatalf("--help: %+v", r)
@@ -65,6 +66,7 @@ func TestHelpAndVersion(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string
@@ -98,6 +100,7 @@ func TestUsageErrors(t *testing.T) {
 // TestHelpListsTheNames: bank scenario --help and bank mistake --help
 // list every name with its summary.
 func TestHelpListsTheNames(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "scenario", "--help")
 	for _, sc := range scenarios.All {
 		if !strings.Contains(r.stdout, "  "+sc.Name+" ") || !strings.Contains(r.stdout, sc.Summary) {
@@ -115,6 +118,7 @@ func TestHelpListsTheNames(t *testing.T) {
 // TestPredictWithoutATerminal: --predict in a pipe says so once and the
 // transcript is the golden one.
 func TestPredictWithoutATerminal(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "scenario", "crash", "--predict")
 	want, _ := os.ReadFile("../../testdata/scenarios/crash.golden")
 	if r.code != 0 || r.stdout != string(want) || strings.Count(r.stderr, "--predict asks on a terminal") != 1 {
@@ -128,6 +132,7 @@ func TestPredictWithoutATerminal(t *testing.T) {
 // TestStepWithoutATerminal: --step in a pipe says once that it runs
 // straight through, and the transcript is unchanged.
 func TestStepWithoutATerminal(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "scenario", "naive", "--step")
 	if r.code != 0 || strings.Count(r.stderr, "running straight through") != 1 {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
@@ -135,6 +140,7 @@ func TestStepWithoutATerminal(t *testing.T) {
 }
 
 func TestScenarioList(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "scenario", "list")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if r.code != 0 || len(lines) != len(scenarios.All) {
@@ -148,6 +154,7 @@ func TestScenarioList(t *testing.T) {
 }
 
 func TestScenarioMatchesGoldenAndHasNoColorInAPipe(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "scenario", "naive", "--step")
 	want, err := os.ReadFile("../../testdata/scenarios/naive.golden")
 	if err != nil {
@@ -162,6 +169,7 @@ func TestScenarioMatchesGoldenAndHasNoColorInAPipe(t *testing.T) {
 }
 
 func TestColour(t *testing.T) {
+	t.Parallel()
 	always := cli(t, map[string]string{"NO_COLOR": "1"}, "scenario", "atomic", "--color=always")
 	if always.code != 0 || !strings.Contains(always.stdout, "\x1b[") {
 		t.Fatalf("--color=always should colour even with NO_COLOR: %q", always.stdout)
@@ -173,6 +181,7 @@ func TestColour(t *testing.T) {
 }
 
 func TestExplainAddsNotesOnly(t *testing.T) {
+	t.Parallel()
 	plain := cli(t, nil, "scenario", "lost-response")
 	explained := cli(t, nil, "scenario", "lost-response", "--explain")
 	if explained.code != 0 || !strings.Contains(explained.stdout, "» retry after a lost response") || !strings.Contains(explained.stdout, "lost in tunnel") {
@@ -186,6 +195,7 @@ func TestExplainAddsNotesOnly(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "scenario", "retry-safe", "--json")
 	if r.code != 0 {
 		t.Fatalf("%+v", r)
@@ -221,6 +231,7 @@ func TestJSON(t *testing.T) {
 }
 
 func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "scenario", "all")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -238,6 +249,7 @@ func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 }
 
 func TestUnreachableDatabase(t *testing.T) {
+	t.Parallel()
 	r := cli(t, map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/x?connect_timeout=5"}, "scenario", "naive")
 	if r.code != exitEnv || !strings.Contains(r.stderr, "cannot reach PostgreSQL at 127.0.0.1:1") {
 		t.Fatalf("exit %d, %q", r.code, r.stderr)
@@ -246,6 +258,7 @@ func TestUnreachableDatabase(t *testing.T) {
 }
 
 func TestBadPGBinaries(t *testing.T) {
+	t.Parallel()
 	r := cli(t, map[string]string{"DATABASE_URL": ""}, "--pg-binaries", "/nonexistent", "scenario", "naive")
 	if r.code != exitEnv || !strings.Contains(r.stderr, "--pg-binaries /nonexistent") {
 		t.Fatalf("exit %d, %q", r.code, r.stderr)
@@ -297,6 +310,7 @@ func TestTwoProcessesAtOnce(t *testing.T) {
 }
 
 func TestCompletionOffersScenarioNames(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "__complete", "scenario", "")
 	for _, want := range append(scenarios.Names(), "list", "all") {
 		if !strings.Contains(r.stdout, want+"\t") {
@@ -306,6 +320,7 @@ func TestCompletionOffersScenarioNames(t *testing.T) {
 }
 
 func TestKeysGC(t *testing.T) {
+	t.Parallel()
 	pool, db := pgtest.DB(t)
 	_, err := pool.Exec(context.Background(), `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at) VALUES
 		(1, 'old-completed', 'h', 'completed', NULL, NULL, now() - interval '48 hours'),
@@ -330,6 +345,7 @@ func TestKeysGC(t *testing.T) {
 }
 
 func TestMistakeCommand(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "mistake", "list")
 	if r.code != 0 || strings.Count(r.stdout, "\n") != len(scenarios.Mistakes) || !strings.HasPrefix(r.stdout, "new-key-per-attempt ") {
 		t.Fatalf("%+v", r)
@@ -344,6 +360,7 @@ func TestMistakeCommand(t *testing.T) {
 // TestMistakeThroughTheFrontDoor runs a mistake as a learner would, with
 // the real binary (memory-keys starts bank serve processes of its own).
 func TestMistakeThroughTheFrontDoor(t *testing.T) {
+	t.Parallel()
 	out, err := command(t, pgtest.CacheDir(t), "mistake", "memory-keys").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "mistake reproduced") {
 		t.Fatalf("%v\n%s", err, out)

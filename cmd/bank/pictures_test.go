@@ -10,6 +10,7 @@ import (
 // TestDiagramFlag: --diagram draws the crash with its lanes, the takeover
 // and the fencing, instead of the transcript's plain lines.
 func TestDiagramFlag(t *testing.T) {
+	t.Parallel()
 	r := cli(t, nil, "scenario", "crash", "--diagram")
 	if r.code != exitOK {
 		t.Fatalf("%+v", r)
@@ -23,6 +24,7 @@ func TestDiagramFlag(t *testing.T) {
 
 // TestHTMLFlag: --html writes one whole page, or nothing at all.
 func TestHTMLFlag(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	page := filepath.Join(dir, "crash.html")
 	if r := cli(t, nil, "scenario", "crash", "--html", page); r.code != exitOK {
@@ -38,6 +40,7 @@ func TestHTMLFlag(t *testing.T) {
 }
 
 func TestPictureUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		args []string

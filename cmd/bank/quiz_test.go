@@ -10,6 +10,7 @@ import (
 // TestQuiz: the right answers, read from a first run's JSON, pass the
 // same draw; wrong ones do not; the answers come from real runs.
 func TestQuiz(t *testing.T) {
+	t.Parallel()
 	first := cli(t, nil, "quiz", "--seed", "5", "--answers", "1,1,1,1,1", "--json")
 	var res quizResult
 	if err := json.Unmarshal([]byte(first.stdout), &res); err != nil || len(res.Questions) != quizLength {
@@ -37,6 +38,7 @@ func TestQuiz(t *testing.T) {
 }
 
 func TestQuizUsage(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string

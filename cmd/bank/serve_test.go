@@ -255,6 +255,7 @@ func TestSendToNoServerIsUnknown(t *testing.T) {
 }
 
 func TestSendUsage(t *testing.T) {
+	t.Parallel()
 	r := cli(t, map[string]string{"HOME": t.TempDir()}, "send", "--from", "1", "--to", "2")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "missing --amount-kobo") {
 		t.Fatalf("%+v", r)
@@ -276,6 +277,7 @@ func exitOf(err error) int {
 }
 
 func TestServePortTaken(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -333,6 +335,7 @@ func TestBenchRuns(t *testing.T) {
 // TestServeTakesTheTwelveFactorSettings: PORT picks the loopback port and
 // a bad PORT or LOCK_TTL_MS is a one-line usage error.
 func TestServeTakesTheTwelveFactorSettings(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import "testing"
 
 func TestDidYouMean(t *testing.T) {
+	t.Parallel()
 	names := []string{"naive", "crash", "concurrent", "no-fencing", "no-lock-expiry", "list", "all"}
 	for typed, want := range map[string]string{
 		"crsh":     " (did you mean crash?)",

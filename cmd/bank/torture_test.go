@@ -56,6 +56,7 @@ func TestTortureCatchesEachMistake(t *testing.T) {
 // own (appending to a shared slice once gave every replica the last one's
 // seed).
 func TestTortureReplicasGetTheirOwnSeeds(t *testing.T) {
+	t.Parallel()
 	args := make([]string, 2, 16) // room to append in place, as flags leave it
 	copy(args, []string{"--lock-ttl", "1s"})
 	a := replicaArgs(args, 1, 0)
