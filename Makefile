@@ -20,7 +20,7 @@ test:
 	@checks=$$(mktemp); learn=$$(mktemp); \
 	$(MAKE) --no-print-directory vet cross >"$$checks" 2>&1 & vc=$$!; \
 	GO=$(GO) bash .ci/as-learner >"$$learn" 2>&1 & learner=$$!; \
-	$(GO) test -race -count=1 -parallel 8 ./...; rc=$$?; \
+	$(GO) test -race -count=1 -parallel 16 ./...; rc=$$?; \
 	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; \
 	cat "$$checks" "$$learn"; rm -f "$$checks" "$$learn"; \
 	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0

@@ -39,6 +39,10 @@ type Cluster struct {
 
 	mu   sync.Mutex
 	conn *pgx.Conn // one admin session, kept: a new one costs a backend's start
+
+	// On the lab's own server (Own), cloning and dropping happen ahead
+	// and behind, on a session of their own, while scenarios run.
+	aside *aside
 }
 
 // Database is one scenario's own database.
@@ -90,8 +94,12 @@ func (c *Cluster) session(ctx context.Context) (*pgx.Conn, func(), error) {
 	return c.conn, c.mu.Unlock, nil
 }
 
-// Close ends the cluster's admin session.
+// Close waits for the work set aside (Own) and ends the cluster's admin
+// session.
 func (c *Cluster) Close() {
+	if c.aside != nil {
+		c.aside.close()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn != nil {
@@ -174,73 +182,130 @@ func (c *Cluster) ensureTemplate(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// CopyFiles makes clones copy the template's files (STRATEGY FILE_COPY,
-// PostgreSQL 15 and later) instead of writing all its pages into WAL. On
-// the lab's own throwaway server, run with wal_level=minimal, that makes a
-// clone cheap; on a shared server the default is kinder (no checkpoints).
-func (c *Cluster) CopyFiles() {
+// Own tells the cluster that its server is the lab's own throwaway one,
+// and so:
+//   - clones copy the template's files (STRATEGY FILE_COPY, PostgreSQL 15
+//     and later) instead of writing all its pages into WAL: cheap with
+//     wal_level=minimal (on a shared server the default is kinder: no
+//     checkpoints);
+//   - one database is always cloned ahead, a spare, so that the next
+//     NewDatabase is a rename; the last one is kept for the next run;
+//   - Drop, and the leftovers of earlier runs, are dropped behind, while
+//     the scenario runs; a drop still waiting when the cluster closes is
+//     left to the next run, rather than delay the stop.
+//
+// The work set aside runs in order on a session of its own; Close waits
+// for it. Only for a server the lab owns: on a shared server another
+// process may be using the leftovers.
+func (c *Cluster) Own(ctx context.Context) error {
 	if c.version >= 150000 {
 		c.strategy = " STRATEGY FILE_COPY"
 	}
-}
-
-// NewDatabase clones the template into a fresh database for one scenario.
-func (c *Cluster) NewDatabase(ctx context.Context, label string) (*Database, error) {
 	conn, done, err := c.session(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer done()
-	name := c.tmpl.Prefix + "_s_" + sanitize(label) + "_" + randomHex(4)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{c.tmpl.name()}.Sanitize()+c.strategy); err != nil {
-		return nil, fmt.Errorf("creating database %s: %w", name, err)
+	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1) OR starts_with(datname, $2) ORDER BY datname",
+		c.tmpl.Prefix+"_s_", c.tmpl.Prefix+"_spare_")
+	var names []string
+	if err == nil {
+		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	}
-	return &Database{Name: name, URL: withDatabase(c.admin, name), c: c}, nil
+	done()
+	if err != nil {
+		return fmt.Errorf("looking for leftover databases: %w", err)
+	}
+	a := newAside(c)
+	var leftovers []string
+	for _, n := range names {
+		if a.ready == "" && strings.HasPrefix(n, c.spareName("")) {
+			a.ready = n // made ahead by the last run, for this template
+			continue
+		}
+		leftovers = append(leftovers, n)
+	}
+	if len(leftovers) > 0 {
+		a.do(job{leftOver: true, run: func(ctx context.Context, conn *pgx.Conn) {
+			for _, n := range leftovers {
+				if conn == nil {
+					return
+				}
+				conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{n}.Sanitize()+" WITH (FORCE)")
+			}
+		}})
+	}
+	c.aside = a
+	return nil
 }
 
-// Drop removes the database, closing any connections still open to it.
+// spareName names a spare of this template (with suffix "", the prefix
+// every such name starts with).
+func (c *Cluster) spareName(suffix string) string {
+	return c.tmpl.Prefix + "_spare_" + strings.TrimPrefix(c.tmpl.name(), c.tmpl.Prefix+"_t_") + "_" + suffix
+}
+
+// NewDatabase gives one scenario a fresh clone of the template.
+func (c *Cluster) NewDatabase(ctx context.Context, label string) (*Database, error) {
+	name := c.tmpl.Prefix + "_s_" + sanitize(label) + "_" + randomHex(4)
+	d := &Database{Name: name, URL: withDatabase(c.admin, name), c: c}
+	if c.aside != nil {
+		spare := c.aside.take()
+		defer c.aside.cloneAhead()
+		if spare != "" && c.admin1(ctx, "ALTER DATABASE "+pgx.Identifier{spare}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize()) == nil {
+			return d, nil
+		}
+	}
+	if err := c.admin1(ctx, c.cloneSQL(name)); err != nil {
+		return nil, fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return d, nil
+}
+
+func (c *Cluster) cloneSQL(name string) string {
+	return "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{c.tmpl.name()}.Sanitize() + c.strategy
+}
+
+// admin1 runs one statement on the admin session.
+func (c *Cluster) admin1(ctx context.Context, sql string) error {
+	conn, done, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// Drop removes the database, closing any connections still open to it
+// (on the lab's own server, behind: it returns at once).
 func (d *Database) Drop(ctx context.Context) error {
+	if a := d.c.aside; a != nil && a.do(job{leftOver: true, run: func(ctx context.Context, conn *pgx.Conn) {
+		if conn != nil {
+			drop(ctx, conn, d.Name)
+		}
+	}}) {
+		return nil
+	}
 	conn, done, err := d.c.session(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	return drop(ctx, conn, d.Name)
+}
+
+func drop(ctx context.Context, conn *pgx.Conn, name string) error {
 	// Sessions that were just closed take a moment to end on the server.
 	// Wait for that here, polling every millisecond: DROP DATABASE WITH
 	// (FORCE) would otherwise find them and sleep in 100 ms steps.
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		var open bool
-		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = $1)", d.Name).Scan(&open); err != nil || !open {
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = $1)", name).Scan(&open); err != nil || !open {
 			break
 		}
 	}
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
+	_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	return err
-}
-
-// DropLeftovers removes scenario databases left by runs that were killed.
-// Only for a server the lab owns: on a shared server another process may
-// be using them.
-func (c *Cluster) DropLeftovers(ctx context.Context) error {
-	conn, done, err := c.session(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY datname", c.tmpl.Prefix+"_s_")
-	if err != nil {
-		return err
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{n}.Sanitize()+" WITH (FORCE)"); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func sanitize(s string) string {

@@ -197,8 +197,7 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 	}
 	d.cluster, err = pgserver.Open(ctx, d.admin, tmpl)
 	if err == nil {
-		d.cluster.CopyFiles()
-		err = d.cluster.DropLeftovers(ctx)
+		err = d.cluster.Own(ctx)
 	}
 	if err != nil {
 		s.Stop()

@@ -53,7 +53,10 @@ func Run(m *testing.M, tmpl pgserver.Template) int {
 	}
 	defer c.Close()
 	if server != nil {
-		c.CopyFiles()
+		if err := c.Own(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			return 3
+		}
 	}
 	cluster = c
 	defer removeSeed()
