@@ -68,7 +68,7 @@ func BenchmarkScenarioAllWarm(b *testing.B) {
 func BenchmarkColdStart(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
-		cache := pgtest.CacheDir(b)
+		cache := pgtest.FreshCacheDir(b) // nothing there: initdb runs
 		b.StartTimer()
 		runProcess(b, cache, "scenario", "atomic")
 	}
