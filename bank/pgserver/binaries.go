@@ -2,6 +2,8 @@ package pgserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -57,7 +59,7 @@ func findBinaries(ctx context.Context, o Options, cache string, say func(string)
 		}
 	}
 	if !o.SkipInstalled {
-		if b, ok := installedBinaries(); ok {
+		if b, ok := rememberedInstalled(cache); ok {
 			return b, nil
 		}
 	}
@@ -171,6 +173,71 @@ func libraryArch() string {
 	return runtime.GOARCH
 }
 
+// rememberedInstalled is installedBinaries, remembered in the cache
+// directory for as long as nothing it looks at has changed (PATH, what
+// pg_config and pg_ctl on it are, the installations the usual places
+// hold). Looking costs two programs run (pg_config is a script on
+// Debian), about 5 ms of every run; checking that nothing changed costs
+// a few stats.
+func rememberedInstalled(cache string) (Binaries, bool) {
+	record := filepath.Join(cache, "installed")
+	key := installedKey()
+	if raw, ok := readSmall(record); ok {
+		if f := strings.Split(raw, "\n"); len(f) == 3 && f[0] == key {
+			b := Binaries{Dir: f[1]}
+			if b.Major, _ = strconv.Atoi(f[2]); b.Major > 0 && complete(b) {
+				b.Source = "installed PostgreSQL " + f[2] + " at " + b.Dir
+				return b, true
+			}
+		}
+	}
+	b, ok := installedBinaries()
+	if ok {
+		_ = writeFile(record, []byte(key+"\n"+b.Dir+"\n"+strconv.Itoa(b.Major)), 0o600)
+	}
+	return b, ok
+}
+
+// installedKey sums up what installedBinaries's choice depends on.
+func installedKey() string {
+	h := sha256.New()
+	fmt.Fprintln(h, os.Getenv("PATH"))
+	stat := func(p string) {
+		if info, err := os.Stat(p); err == nil {
+			fmt.Fprintln(h, p, info.Size(), info.ModTime().UnixNano())
+		}
+	}
+	for _, name := range []string{"pg_config", "pg_ctl"} {
+		if p, err := exec.LookPath(name); err == nil {
+			real, _ := filepath.EvalSymlinks(p)
+			fmt.Fprintln(h, name, p, real)
+			stat(p)
+		}
+	}
+	for _, pattern := range installPatterns {
+		for _, dir := range newestFirst(pattern) {
+			stat(filepath.Join(dir, "pg_ctl"))
+		}
+	}
+	for _, dir := range installDirs {
+		stat(filepath.Join(dir, "pg_ctl"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Where installations usually are: Debian, Red Hat, Homebrew and
+// Postgres.app (each * a version), then a few plain directories.
+var (
+	installPatterns = []string{
+		"/usr/lib/postgresql/*/bin",
+		"/usr/pgsql-*/bin",
+		"/opt/homebrew/opt/postgresql@*/bin",
+		"/usr/local/opt/postgresql@*/bin",
+		"/Applications/Postgres.app/Contents/Versions/*/bin",
+	}
+	installDirs = []string{"/opt/homebrew/bin", "/usr/local/bin", "/usr/local/pgsql/bin"}
+)
+
 // installedBinaries looks for a PostgreSQL installed on the machine: on
 // PATH first, then the usual places of Debian, Red Hat, Homebrew and
 // Postgres.app.
@@ -184,16 +251,10 @@ func installedBinaries() (Binaries, bool) {
 			candidates = append(candidates, filepath.Dir(real))
 		}
 	}
-	for _, pattern := range []string{
-		"/usr/lib/postgresql/*/bin",
-		"/usr/pgsql-*/bin",
-		"/opt/homebrew/opt/postgresql@*/bin",
-		"/usr/local/opt/postgresql@*/bin",
-		"/Applications/Postgres.app/Contents/Versions/*/bin",
-	} {
+	for _, pattern := range installPatterns {
 		candidates = append(candidates, newestFirst(pattern)...)
 	}
-	candidates = append(candidates, "/opt/homebrew/bin", "/usr/local/bin", "/usr/local/pgsql/bin")
+	candidates = append(candidates, installDirs...)
 	for _, binDir := range candidates {
 		b := Binaries{Dir: filepath.Dir(binDir)}
 		if !complete(b) {

@@ -313,3 +313,58 @@ func TestStartFailureShowsTheLog(t *testing.T) {
 		t.Fatalf("error does not show the log:\n%s", msg)
 	}
 }
+
+// TestInstalledIsRemembered: the installation found is written down in
+// the cache and used from there while nothing changed; a record that no
+// longer matches what is installed, or that names a directory without
+// PostgreSQL, is replaced by a fresh look.
+func TestInstalledIsRemembered(t *testing.T) {
+	t.Parallel()
+	dir := pgtest.CacheDir(t)
+	record := filepath.Join(dir, "installed")
+	first := start(t, pgserver.Options{CacheDir: dir})
+	first.Stop()
+	raw, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatalf("nothing remembered: %v", err)
+	}
+	f := strings.Split(string(raw), "\n")
+	if len(f) != 3 || f[1] != first.Binaries.Dir || f[2] != strconv.Itoa(first.Binaries.Major) {
+		t.Fatalf("remembered %q for %+v", raw, first.Binaries)
+	}
+	// The record is what is used: point it at a copy of the installation
+	// (links to the same programs), under the same key.
+	other := filepath.Join(pgtest.FreshCacheDir(t), "pg") // where the postgres account may look, when root
+	os.MkdirAll(filepath.Join(other, "bin"), 0o755)
+	for _, name := range []string{"pg_ctl", "initdb", "postgres"} {
+		if err := os.Symlink(filepath.Join(first.Binaries.Dir, "bin", name), filepath.Join(other, "bin", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(key, dir string) {
+		t.Helper()
+		if err := os.WriteFile(record, []byte(key+"\n"+dir+"\n"+f[2]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(f[0], other)
+	if s := start(t, pgserver.Options{CacheDir: dir}); s.Binaries.Dir != other {
+		t.Errorf("a matching record was not used: %s", s.Binaries.Dir)
+	} else {
+		s.Stop()
+	}
+	for _, c := range []struct{ why, key, dir string }{
+		{"another key (PATH or an installation changed)", "0123456789abcdef01234567", other},
+		{"a directory without PostgreSQL", f[0], t.TempDir()},
+	} {
+		write(c.key, c.dir)
+		s := start(t, pgserver.Options{CacheDir: dir})
+		s.Stop()
+		if s.Binaries.Dir != first.Binaries.Dir {
+			t.Errorf("%s: used %s", c.why, s.Binaries.Dir)
+		}
+		if now, _ := os.ReadFile(record); string(now) != string(raw) {
+			t.Errorf("%s: the record was not renewed: %q", c.why, now)
+		}
+	}
+}
