@@ -55,6 +55,9 @@ func (s *Server) settings() []string {
 		"wal_level=minimal",
 		"max_wal_senders=0",
 		"wal_init_zero=off",
+		// A slot lives in memory (/dev/shm) between runs: keep two WAL
+		// segments, not the five (80 MB) PostgreSQL recycles by default.
+		"min_wal_size=32MB",
 	}
 	if s.Binaries.Major >= 14 { // unknown to PostgreSQL 13, which would refuse to start
 		settings = append(settings, "idle_session_timeout=0")
