@@ -83,7 +83,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"scenario", "all", "--keep"}, "--keep works with one scenario"},
 		{[]string{"--pg-port", "x", "scenario", "naive"}, "invalid argument"},
 		{[]string{"bench", "--rounds", "0"}, "--rounds must be at least 1"},
-		{[]string{"bench", "--duration", "3s", "--rounds", "5"}, "use --duration 5s or more, or fewer --rounds"},
+		{[]string{"bench", "--duration", "300ms", "--rounds", "5"}, "use --duration 500ms or more, or fewer --rounds"},
 		{[]string{"bench", "--clients", "0"}, "--clients must be at least 1"},
 	} {
 		r := cli(t, nil, c.args...)

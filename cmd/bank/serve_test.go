@@ -294,7 +294,7 @@ func TestServePortTaken(t *testing.T) {
 // invariants holding and every mode measured.
 func TestBenchRuns(t *testing.T) {
 	t.Parallel()
-	out, err := command(t, pgtest.CacheDir(t), "bench", "--duration", "1s", "--rounds", "1", "--clients", "1", "--accounts", "50", "--json").Output()
+	out, err := command(t, pgtest.CacheDir(t), "bench", "--duration", "300ms", "--rounds", "1", "--clients", "1", "--accounts", "50", "--json").Output()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
