@@ -24,7 +24,7 @@ test:
 	@export BANK_TEST_BINARY="$$(pwd)/bin/bank"; checks=$$(mktemp); learn=$$(mktemp); \
 	$(MAKE) --no-print-directory vet cross >"$$checks" 2>&1 & vc=$$!; \
 	GO=$(GO) bash .ci/as-learner >"$$learn" 2>&1 & learner=$$!; \
-	$(GO) test -race -count=1 -p 4 -parallel 16 ./...; rc=$$?; \
+	$(GO) test -race -count=1 -parallel 16 ./...; rc=$$?; \
 	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; \
 	cat "$$checks" "$$learn"; rm -f "$$checks" "$$learn"; \
 	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0
