@@ -12,9 +12,9 @@ demo:
 # PostgreSQL and on processes and the machine has two cores: the tests
 # (with -race), the learner's run (as-learner), and go vet with the
 # builds for the other platforms. The last two print when the tests are
-# done. For the same reason the parallel tests may run eight at a time
-# rather than GOMAXPROCS (two here): with two slots, tests that sleep
-# through a lock's TTL or wait on a child held them up.
+# done. For the same reason sixteen parallel tests may run at once rather
+# than GOMAXPROCS (two here): with two slots, tests that sleep through a
+# lock's TTL or wait on a child held the others up.
 # Builds go to bin/ (ignored by git), always the same paths, so that Go
 # links again only what changed; every test that runs bank as a process
 # uses that one bin/bank (BANK_TEST_BINARY).
