@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Naira formats whole kobo as naira with thousands separators, the way the
@@ -119,4 +120,18 @@ func Reconcile(ctx context.Context, db DB) ([]Gap, error) {
 		return nil, fmt.Errorf("reconciling: %w", err)
 	}
 	return gaps, nil
+}
+
+// Times says how many times something happened, in words: never, once,
+// twice, 3 times. Transcripts and report cards say it of money moving.
+func Times(n int) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
 }

@@ -391,14 +391,14 @@ func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 		}
 		expectBreak = expectBreak || in.broken
 		if n != in.want {
-			details = append(details, fmt.Sprintf("%s: %s (should be %s)", in.label, times(n), times(in.want)))
+			details = append(details, fmt.Sprintf("%s: %s (should be %s)", in.label, bank.Times(n), bank.Times(in.want)))
 		}
 		if (n != in.want) != in.broken {
 			state := "held"
 			if n != in.want {
 				state = "broke"
 			}
-			unexpected = append(unexpected, fmt.Sprintf("%s %s (%s)", in.label, state, times(n)))
+			unexpected = append(unexpected, fmt.Sprintf("%s %s (%s)", in.label, state, bank.Times(n)))
 		}
 	}
 	holds := len(details) == 0
@@ -412,18 +412,6 @@ func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 		v.ShowsBreak = v.ShowsBreak || !r.Expected
 	}
 	return v, nil
-}
-
-func times(n int) string {
-	switch n {
-	case 0:
-		return "never"
-	case 1:
-		return "once"
-	case 2:
-		return "twice"
-	}
-	return fmt.Sprintf("%d times", n)
 }
 
 func abs(n int64) int64 {

@@ -74,7 +74,7 @@ var OneKey = &Scenario{
 				return err
 			}
 			lab.Reply(r, "the app retries with the same key: %d%s %s", r.Status, replayedNote(r.Replayed), r.Body)
-			lab.Say("the rail paid %s %s", ref, times(rail.Payments(ref)))
+			lab.Say("the rail paid %s %s", ref, bank.Times(rail.Payments(ref)))
 		}
 		return lab.Balances(ctx, "")
 	},

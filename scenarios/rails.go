@@ -39,7 +39,7 @@ var Rails = &Scenario{
 		if err := payoutNewReferenceEachTry(ctx, lab, rail); err != nil {
 			return err
 		}
-		lab.Say("the rail paid %s for one payout", times(rail.Payments("naive-")))
+		lab.Say("the rail paid %s for one payout", bank.Times(rail.Payments("naive-")))
 
 		lab.Part("safe: one reference and a status enquiry, for Ada's ₦5,000 payout")
 		lab.Effect("Ada's ₦5,000 payout, paid by the rail", 1, paid("po-0002"))
@@ -49,7 +49,7 @@ var Rails = &Scenario{
 			return err
 		}
 		lab.Say("attempts %d, status enquiries %d: the rail had po-0002, so no retry", res.Attempts, res.Enquiries)
-		lab.Say("the rail paid %s for one payout", times(rail.Payments("po-0002")))
+		lab.Say("the rail paid %s for one payout", bank.Times(rail.Payments("po-0002")))
 
 		_, err = lab.DB.Exec(ctx, "INSERT INTO payouts (account_id, amount_kobo, reference) VALUES (1, 500000, 'po-0002')")
 		var pgErr *pgconn.PgError

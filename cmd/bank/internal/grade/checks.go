@@ -78,7 +78,7 @@ func (t *trial) adaPaysBola(key string) request {
 // receipt checks that a 201 names the transfer the database recorded.
 func (t *trial) receipt(got reply, from, to, kobo int64) {
 	if n := t.count(from, to, kobo); n > 1 {
-		t.fail("the copy ran the transfer again: money moved %s", times(n))
+		t.fail("the copy ran the transfer again: money moved %s", bank.Times(n))
 		return
 	}
 	var id int64
@@ -287,7 +287,7 @@ func copies(t *trial, n int, key string) {
 	t.note("%s", line[:len(line)-1])
 	switch n := t.count(1, 2, tenThousand); {
 	case n > 1:
-		t.fail("the copies ran the transfer %s", times(n))
+		t.fail("the copies ran the transfer %s", bank.Times(n))
 	case bad != "":
 		t.fail("a copy got %s: each copy should get the transfer's 201 (or its replay) or a 409 to retry later", bad)
 	case created == 0:
@@ -400,7 +400,7 @@ func pause(t *trial) {
 		t.fail("the retry to server B ended with %s, not 201", got.short())
 	}
 	if n := t.count(1, 2, tenThousand); n > 1 {
-		t.fail("server A, resumed after the retry had gone to server B, still committed its transfer, and B made another: money moved %s", times(n))
+		t.fail("server A, resumed after the retry had gone to server B, still committed its transfer, and B made another: money moved %s", bank.Times(n))
 		return
 	}
 	if !tookOver {

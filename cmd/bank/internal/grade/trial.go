@@ -411,22 +411,10 @@ func (t *trial) invariants() {
 		n := t.count(in.from, in.to, in.kobo)
 		mine += n
 		if n != in.want {
-			t.fail("%s moved money %s; it should have moved it %s", in.label, times(n), times(in.want))
+			t.fail("%s moved money %s; it should have moved it %s", in.label, bank.Times(n), bank.Times(in.want))
 		}
 	}
 	if total > mine && !t.ownCount {
 		t.fail("%d transfers belong to no request the grader sent", total-mine)
 	}
-}
-
-func times(n int) string {
-	switch n {
-	case 0:
-		return "never"
-	case 1:
-		return "once"
-	case 2:
-		return "twice"
-	}
-	return strconv.Itoa(n) + " times"
 }
