@@ -25,7 +25,7 @@ h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { font-size: 1.25em; margin: 1.
 .diagram .note { fill: #555; font-style: italic; } .diagram .balances { fill: #000; font-weight: bold; }
 .diagram .step { fill: #003c8f; font-weight: bold; } .diagram .clock { fill: #003c8f; font-weight: bold; }
 .step-card { border-left: 4px solid #003c8f; padding: .2em 0 .4em 1em; margin: 1em 0; page-break-inside: avoid; }
-.note { color: #444; white-space: pre-wrap; } .lines { font-family: ui-monospace, monospace; font-size: .9em; white-space: pre-wrap; margin: .3em 0; }
+.note { color: #444; white-space: pre-wrap; } .drawing { font-family: ui-monospace, monospace; font-size: .85em; color: #444; overflow-x: auto; } .drawing:empty { display: none; } .lines { font-family: ui-monospace, monospace; font-size: .9em; white-space: pre-wrap; margin: .3em 0; }
 .balances { font-weight: bold; } table.keys { border-collapse: collapse; font-size: .9em; margin-top: .3em; }
 table.keys td, table.keys th { border: 1px solid #bbb; padding: .15em .5em; text-align: left; }
 .holds { color: #070; font-weight: bold; } .broken { color: #c00; font-weight: bold; }
@@ -42,6 +42,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{.SVG}}
 {{range .Steps}}<div class="step-card"><h2>{{.Title}}</h2>
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}
+{{if .Drawing}}<pre class="drawing">{{.Drawing}}</pre>{{end}}
 {{if .Lines}}<pre class="lines">{{range .Lines}}{{.}}
 {{end}}</pre>{{end}}
 <p class="balances">{{.Balances}}</p>

@@ -12,6 +12,7 @@ import (
 type StepView struct {
 	Title    string   `json:"title"`
 	Note     string   `json:"note,omitempty"`
+	Drawing  string   `json:"drawing,omitempty"` // the note's drawing, if any: monospace text
 	Lines    []string `json:"lines"`
 	Balances string   `json:"balances"`
 	Keys     []KeyRow `json:"keys"`
@@ -34,7 +35,8 @@ func Steps(rec *Recording) []StepView {
 			if len(steps) == 1 && len(steps[0].Lines) == 0 && steps[0].Title == "start" && steps[0].Balances == "" {
 				steps = steps[:0]
 			}
-			steps = append(steps, StepView{Title: e.Text, Note: rec.Scenario.Explain[e.Text]})
+			note, drawing := splitNote(rec.Scenario.Explain[e.Text])
+			steps = append(steps, StepView{Title: e.Text, Note: note, Drawing: drawing})
 		case "line":
 			cur().Lines = append(cur().Lines, e.Text)
 		case "balances":
@@ -50,12 +52,37 @@ func Steps(rec *Recording) []StepView {
 	return steps
 }
 
+// splitNote parts a step's note into its prose and its drawing (the
+// lesson's own sequence diagram for lost-response): the paragraphs whose
+// every line is indented, which only line up in a monospace font.
+func splitNote(note string) (prose, drawing string) {
+	var p, d []string
+	for _, para := range strings.Split(note, "\n\n") {
+		drawn := true
+		for _, l := range strings.Split(para, "\n") {
+			drawn = drawn && strings.HasPrefix(l, " ")
+		}
+		if drawn {
+			d = append(d, para)
+		} else {
+			p = append(p, para)
+		}
+	}
+	return strings.Join(p, "\n\n"), strings.Join(d, "\n\n")
+}
+
 // SVG geometry.
 const (
 	svgRow    = 22
 	svgClockW = 60
 	svgLaneW  = 190
 	svgFont   = 13
+	svgMinW   = 700 // room for the balances line on one row, however few lanes
+	svgCharW  = 9   // a wide character at svgFont, bold: lines wrap to fit
+	// svgZoom is the size the picture asks for, in percent of its drawing:
+	// large enough to read from the back of a classroom; the page's CSS
+	// (max-width: 100%) shrinks it to fit a narrow window.
+	svgZoom = 140
 )
 
 // SVG draws the run up to the end of step n (all of it when n is past
@@ -72,14 +99,14 @@ func SVG(rec *Recording, n int) string {
 	for i, a := range names {
 		x[a] = svgClockW + svgLaneW*i + svgLaneW/2
 	}
-	width := svgClockW + svgLaneW*max(1, len(names)) + 20
+	width := max(svgMinW, svgClockW+svgLaneW*max(1, len(names))+20)
 	var body strings.Builder
 	y := 40
 	text := func(class string, tx, ty int, anchor, s string) {
 		fmt.Fprintf(&body, `<text class="%s" x="%d" y="%d" text-anchor="%s">%s</text>`+"\n", class, tx, ty, anchor, html.EscapeString(s))
 	}
 	showClock, lastClock := clocked(rec), ""
-	charsPerLine := (width - svgClockW) / 7
+	charsPerLine := (width - svgClockW - 8) / svgCharW
 	for i := 0; i < len(events); i++ {
 		e := events[i]
 		switch e.Kind {
@@ -138,7 +165,8 @@ func SVG(rec *Recording, n int) string {
 	}
 	height := y + svgRow
 	var out strings.Builder
-	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" class="diagram" viewBox="0 0 %d %d" width="%d" height="%d" font-size="%d">`+"\n", width, height, width, height, svgFont)
+	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" class="diagram" viewBox="0 0 %d %d" width="%d" height="%d" font-size="%d">`+"\n",
+		width, height, width*svgZoom/100, height*svgZoom/100, svgFont)
 	out.WriteString(`<defs><marker id="head" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#222"/></marker></defs>` + "\n")
 	for _, a := range names {
 		fmt.Fprintf(&out, `<text class="actor" x="%d" y="20" text-anchor="middle">%s</text>`+"\n", x[a], html.EscapeString(a))

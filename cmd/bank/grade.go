@@ -48,6 +48,9 @@ See the contract (what the server must answer) with bank grade --contract.`,
   bank grade -- bank serve                  # the lab's own server: passes
   bank grade -- bank serve --break no-fencing`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.contract && len(args) > 0 {
+				return usagef("--contract prints the contract and runs nothing; drop it to grade %q, or drop the command to read the contract", strings.Join(args, " "))
+			}
 			if f.contract {
 				fmt.Fprint(a.io.Out, grade.Contract())
 				return nil
@@ -156,7 +159,7 @@ func (a *app) printGrade(rep grade.Report, colour bool, command []string, f grad
 		return c.Sprint(s)
 	}
 	fmt.Fprintf(w, "report card for: %s   (LOCK_TTL_MS=%d)\n\n", strings.Join(command, " "), f.lockTTL.Milliseconds())
-	passed, required, requiredPassed := 0, 0, 0
+	passed, failed, failedRequired, na := 0, 0, 0, 0
 	for _, r := range rep.Results {
 		mark := map[string]string{grade.Pass: paint(color.New(color.FgGreen), "pass"), grade.Fail: paint(color.New(color.FgRed, color.Bold), "FAIL"), grade.NA: "n/a "}[r.Verdict]
 		title := r.Title
@@ -164,13 +167,15 @@ func (a *app) printGrade(rep grade.Report, colour bool, command []string, f grad
 			title += " (recommended)"
 		}
 		fmt.Fprintf(w, "%s  %-14s %s\n      %s\n", mark, r.Name, title, r.Why)
-		if r.Verdict == grade.Pass {
+		switch r.Verdict {
+		case grade.Pass:
 			passed++
-		}
-		if r.Required {
-			required++
-			if r.Verdict != grade.Fail {
-				requiredPassed++
+		case grade.NA:
+			na++
+		case grade.Fail:
+			failed++
+			if r.Required {
+				failedRequired++
 			}
 		}
 		if r.Verdict == grade.Fail {
@@ -182,10 +187,23 @@ func (a *app) printGrade(rep grade.Report, colour bool, command []string, f grad
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n%d of %d checks passed; required: %d of %d held\n", passed, len(rep.Results), requiredPassed, required)
+	fmt.Fprintf(w, "\n%s\n", tally(passed, failed, failedRequired, na, len(rep.Results)))
 	if rep.Passed {
 		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgGreen, color.Bold), "PASS")+" (every required check held)")
 	} else {
 		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgRed, color.Bold), "FAIL")+" (see the lines marked FAIL, and run the command each one names)")
 	}
+}
+
+// tally is the report card's count: "15 of 15 checks passed", or with the
+// failures (how many of them required) and the checks that did not apply.
+func tally(passed, failed, failedRequired, na, all int) string {
+	s := fmt.Sprintf("%d of %d checks passed", passed, all)
+	if failed > 0 {
+		s += fmt.Sprintf(", %d failed (%d of them required)", failed, failedRequired)
+	}
+	if na > 0 {
+		s += fmt.Sprintf(", %d not applicable", na)
+	}
+	return s
 }

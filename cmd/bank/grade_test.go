@@ -209,6 +209,7 @@ func TestGradeUsage(t *testing.T) {
 		{[]string{"grade", "node", "server.js"}, "name your server's command after --"},
 		{[]string{"grade", "--only", "crsh", "--", "true"}, `unknown check "crsh" (did you mean crash?) in --only`},
 		{[]string{"grade", "--lock-ttl", "0s", "--", "true"}, "--lock-ttl must be between"},
+		{[]string{"grade", "--contract", "--", "node", "server.js"}, `--contract prints the contract and runs nothing; drop it to grade "node server.js"`},
 		{[]string{"grade", "--", "no-such-server-command"}, `cannot run "no-such-server-command": executable file not found in $PATH; check the command after --`},
 	} {
 		r := cli(t, nil, c.args...)

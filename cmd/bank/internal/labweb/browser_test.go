@@ -85,10 +85,15 @@ func checkCrash(t *testing.T, p crashPicture, whole bool) {
 	}
 }
 
-// notBlank checks a screenshot has a picture in it: many colours, and a
-// fair share of pixels that are not the background.
+// notBlank saves a screenshot as NAME.png in the test's artifact
+// directory (kept with go test -artifacts, to look at) and checks it has
+// a picture in it: many colours, and a fair share of pixels that are not
+// the background.
 func notBlank(t *testing.T, shot []byte, name string) {
 	t.Helper()
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), name+".png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
