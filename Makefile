@@ -3,7 +3,7 @@
 #   make test   runs the tests (with -race), as CI does
 GO ?= go
 
-.PHONY: demo test build golden bench gobench vet cross learner torture
+.PHONY: demo test build golden bench gobench vet cross learner torture node-server
 
 demo:
 	$(GO) run ./cmd/bank scenario all
@@ -18,7 +18,7 @@ demo:
 # Builds go to bin/ (ignored by git), always the same paths, so that Go
 # links again only what changed; every test that runs bank as a process
 # uses that one bin/bank (BANK_TEST_BINARY).
-test:
+test: node-server
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	@$(GO) build -o bin/bank ./cmd/bank
 	@export BANK_TEST_BINARY="$$(pwd)/bin/bank"; checks=$$(mktemp); learn=$$(mktemp); \
@@ -28,6 +28,16 @@ test:
 	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; \
 	cat "$$checks" "$$learn"; rm -f "$$checks" "$$learn"; \
 	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0
+
+# The Node.js server that bank grade's tests grade (a server in a second
+# language) needs its one package, pg: installed with npm ci when the lock
+# file changes. Without npm, its test says it did not run.
+NODE_SERVER = testdata/grade/node-server
+node-server: $(NODE_SERVER)/node_modules/.package-lock.json
+$(NODE_SERVER)/node_modules/.package-lock.json: $(NODE_SERVER)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(NODE_SERVER) --no-audit --no-fund --loglevel=error || echo "npm ci failed: the Node.js server's grade test will not run"; \
+	else echo "npm is missing: the Node.js server's grade test will not run (install nodejs and npm)"; fi
 
 # The learner's case: the lifecycle, scenario and golden tests as an
 # unprivileged user with an empty home (when run as root, as CI is).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +70,39 @@ func TestGradeLabServerPasses(t *testing.T) {
 	}
 	if len(rep.Results) != len(grade.Checks) {
 		t.Fatalf("%d results for %d checks", len(rep.Results), len(grade.Checks))
+	}
+	for _, r := range rep.Results {
+		if r.Verdict != grade.Pass {
+			t.Errorf("%s: %s: %s\n%s", r.Name, r.Verdict, r.Why, strings.Join(r.Evidence, "\n"))
+		}
+	}
+}
+
+// TestGradeNodeServerPasses: a server in another language, the lesson's
+// API written in Node.js (testdata/grade/node-server), passes every
+// check: the grader asks nothing of a server that only the lab's own Go
+// server would do. make test installs its one package (pg) with npm ci;
+// in CI (BANK_REQUIRE_NODE, set by .ci/run) a missing Node.js or package
+// fails the test, elsewhere it says so, loudly.
+func TestGradeNodeServerPasses(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "grade", "node-server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "pg", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("BANK_REQUIRE_NODE") != "" {
+			t.Fatalf("the Node.js server cannot run, and this run requires it (%v): install nodejs and npm, then make test (it runs npm ci)", err)
+		}
+		t.Skipf("NODE.JS SERVER NOT GRADED (%v): install nodejs and npm, then make test runs npm ci in %s", err, dir)
+	}
+	rep, code, out := gradeJSON(t, node, filepath.Join(dir, "server.js"))
+	if code != exitOK || !rep.Passed || len(rep.Results) != len(grade.Checks) {
+		t.Fatalf("exit %d, passed %v, %d results:\n%s", code, rep.Passed, len(rep.Results), out)
 	}
 	for _, r := range rep.Results {
 		if r.Verdict != grade.Pass {
