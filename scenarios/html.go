@@ -29,7 +29,7 @@ h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { font-size: 1.25em; margin: 1.
 .balances { font-weight: bold; } table.keys { border-collapse: collapse; font-size: .9em; margin-top: .3em; }
 table.keys td, table.keys th { border: 1px solid #bbb; padding: .15em .5em; text-align: left; }
 .holds { color: #070; font-weight: bold; } .broken { color: #c00; font-weight: bold; }
-@media print { body { max-width: none; font-size: 12pt; } .diagram { border: none; } }
+@media print { body { max-width: none; font-size: 12pt; } .diagram { border: none; } .diagram, .step-card, table.keys { break-inside: avoid; } }
 `
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
