@@ -43,6 +43,14 @@ var Breaks = []Break{
 		func(db idem.DB, ttl time.Duration) api.Handler {
 			return &leakyStore{db: db, mistake: noExpiry, ttl: ttl}
 		}},
+	{"second-transaction", "the answer stored in a transaction of its own, after the transfer's commit",
+		func(db idem.DB, ttl time.Duration) api.Handler {
+			return &leakyStore{db: db, mistake: secondTransaction, ttl: ttl}
+		}},
+	{"replay-500", "a server error stored under the key and replayed to every retry",
+		func(db idem.DB, ttl time.Duration) api.Handler {
+			return &leakyStore{db: db, mistake: storeFailures, ttl: ttl}
+		}},
 }
 
 // LookupBreak finds a break by name.
@@ -143,6 +151,7 @@ const (
 	noExpiry          lockMistake = iota + 1 // a lock is for ever: no retry may take it over
 	noFencing                                // a key is completed without checking that the lock is still ours
 	secondTransaction                        // the response is stored in a transaction of its own, after the transfer's
+	storeFailures                            // an unexpected error is stored under the key as its answer, and replayed
 )
 
 // leakyStore is the lesson's key store with one rule left out.
@@ -233,6 +242,15 @@ func (s *leakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 		}
 		return err
 	})
+	if err != nil && s.mistake == storeFailures {
+		// The failure says nothing about the request, yet it is stored as
+		// the request's answer: every retry of this key now gets it back.
+		resp = idem.Problem(500, "internal_error", "something went wrong")
+		if _, serr := s.db.Exec(ctx, complete, c.UserID, c.Key, lock, resp.Status, string(resp.Body)); serr != nil {
+			return idem.Response{}, errors.Join(err, serr)
+		}
+		return resp, nil
+	}
 	if err != nil || s.mistake != secondTransaction {
 		return resp, err
 	}

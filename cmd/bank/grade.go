@@ -166,7 +166,7 @@ func (a *app) printGrade(rep grade.Report, colour bool, command []string, f grad
 		if !r.Required {
 			title += " (recommended)"
 		}
-		fmt.Fprintf(w, "%s  %-14s %s\n      %s\n", mark, r.Name, title, r.Why)
+		fmt.Fprintf(w, "%s  %-15s %s\n      %s\n", mark, r.Name, title, r.Why)
 		switch r.Verdict {
 		case grade.Pass:
 			passed++

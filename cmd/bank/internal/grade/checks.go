@@ -38,6 +38,9 @@ var Checks = []Check{
 	{Name: "refusal", Title: "a refusal (insufficient funds) replayed, not re-run", Required: true,
 		LooksLike: "only successes are stored: a refused request runs again on retry, and may now succeed",
 		See:       "bank scenario key-misuse", run: refusal},
+	{Name: "outage", Title: "a brief outage: the server's statement cancelled mid-transfer, then the retry", Required: true,
+		LooksLike: "a server error stored under the key and replayed: one brief outage became the key's answer for ever",
+		See:       "bank mistake replay-500", run: outage},
 	{Name: "double-tap", Title: "a double tap: two copies at once", Required: true,
 		LooksLike: "check, then insert: both copies found no key and both ran; claim the key atomically",
 		See:       "bank scenario concurrent", run: doubleTap},
@@ -47,8 +50,11 @@ var Checks = []Check{
 	{Name: "crash", Title: "the server killed (SIGKILL) mid-transfer, restarted, then the retry", Required: true,
 		LooksLike: "a lock that never expires: the crashed request's key stays in progress for ever",
 		See:       "bank mistake no-lock-expiry", run: crash},
+	{Name: "crash-on-store", Title: "the server killed (SIGKILL) while it stores its answer, then the retry", Required: true,
+		LooksLike: "the answer stored in a second transaction: the transfer committed first, so a crash in between left a done transfer with no stored answer",
+		See:       "bank mistake second-transaction", run: crashOnStore},
 	{Name: "pause", Title: "a server paused (SIGSTOP) past its lock while a retry goes to another", Required: true, Servers: 2,
-		LooksLike: "no fencing token: the server that lost its lock still committed its work",
+		LooksLike: "no fencing token (or one checked only after the work committed): the server that lost its lock still committed its work",
 		See:       "bank mistake no-fencing", run: pause},
 	{Name: "restart", Title: "keys kept across a restart of the server", Required: true,
 		LooksLike: "keys kept in the server's memory: a restart forgets them",
@@ -117,8 +123,11 @@ func lostResponse(t *trial) {
 func (t *trial) retryGetsStored(r request, bound time.Duration, after string) bool {
 	got, ok := t.settle(r, bound)
 	switch {
+	case !ok && got.Status == 409:
+		t.failAs("a lock that never expires: the crashed request's key stays in progress for ever", "bank mistake no-lock-expiry",
+			"the retry after %s was still answered %s %s later: the key is stuck in progress", after, got.short(), bound)
 	case !ok:
-		t.fail("the retry after %s was still answered %s %s later: the key is stuck in progress", after, got.short(), bound)
+		t.fail("the retry after %s was still answered %s %s later", after, got.short(), bound)
 	case got.Status != 201:
 		t.fail("the retry after %s got %s, not 201", after, got.short())
 	default:
@@ -304,15 +313,9 @@ func copies(t *trial, n int, key string) {
 
 func crash(t *trial) {
 	r := t.adaPaysBola("grade-crash-000001")
-	us, release := t.holdRow()
+	blocked, p, release, ok := t.blockOnAdasRow(r, "the transfer")
 	defer release()
-	t.note("the grader locks Ada's account row, so the transfer will wait on it")
-	p := t.async(r)
-	blocked := t.waitBlocked(us, p, 10*time.Second)
-	if blocked == 0 {
-		release()
-		got, _ := t.await(p, 10*time.Second)
-		t.fail("the transfer never waited on Ada's account row (it answered %s): it does not lock or update the sender's account", got.short())
+	if !ok {
 		return
 	}
 	t.servers[0].kill()
@@ -333,21 +336,142 @@ func crash(t *trial) {
 	}
 }
 
+// blockOnAdasRow locks Ada's account row, sends r in the background, and
+// waits until the server's session waits on that row: the moment a fault
+// is thrown at. It returns that session, the pending request and the
+// row's release; ok is false, and the check failed, when the transfer
+// never waited on the row.
+func (t *trial) blockOnAdasRow(r request, who string) (blocked int, p *pending, release func(), ok bool) {
+	us, release := t.holdRow()
+	t.note("the grader locks Ada's account row, so %s will wait on it", who)
+	p = t.async(r)
+	if blocked = t.waitBlocked(us, p, 10*time.Second); blocked == 0 {
+		release()
+		got, _ := t.await(p, 10*time.Second)
+		t.fail("the transfer never waited on Ada's account row (it answered %s): it does not lock or update the sender's account", got.short())
+		return 0, p, release, false
+	}
+	return blocked, p, release, true
+}
+
+// outage cancels the server's statement while its transfer waits on
+// Ada's row, as a brief database outage would fail it. Nothing moved, so
+// the failure is no answer to keep: the retry must get the transfer made.
+func outage(t *trial) {
+	r := t.adaPaysBola("grade-outage-000001")
+	blocked, p, release, ok := t.blockOnAdasRow(r, "the transfer")
+	defer release()
+	if !ok {
+		return
+	}
+	var cancelled bool
+	t.must(t.db.QueryRow(t.ctx, "SELECT pg_cancel_backend($1)", blocked).Scan(&cancelled))
+	t.note("the server's session waits on Ada's row: the grader cancels its statement (pg_cancel_backend), as a brief outage would")
+	release()
+	first, _ := t.await(p, 10*time.Second)
+	if first.Status == 201 {
+		t.receipt(first, 1, 2, tenThousand)
+		t.passed("the server got over the cancelled statement by itself and answered 201; money moved once")
+		return
+	}
+	got := t.send(r)
+	if got.Status >= 500 && got.Replayed {
+		t.fail("the retry got the failure back, marked Idempotent-Replayed: true: it was stored under the key as if it were the request's answer")
+		return
+	}
+	ok = got.definitive()
+	if !ok {
+		got, ok = t.settle(r, t.cfg.LockTTL+5*time.Second)
+	}
+	switch {
+	case ok && got.Status == 201:
+		t.receipt(got, 1, 2, tenThousand)
+		t.passed("the failure (%s) was not kept: the retry got 201; money moved once", first.short())
+	case got.Status == 409:
+		t.failAs("a lock that never expires: the failed request's key stays in progress for ever", "bank mistake no-lock-expiry",
+			"after the failure (%s) the retry was still answered 409 %s later: the key is stuck in progress", first.short(), t.cfg.LockTTL+5*time.Second)
+	case got.Status >= 500 || ok:
+		// The same key keeps failing: is the server down, or is the failure stored?
+		t.intent("Ada's ₦1 to Bola, under a new key", 1, 2, 100, 1)
+		fresh := t.send(request{user: "ada", key: "grade-outage-fresh01", body: body(1, 2, 100)})
+		if fresh.Status == 201 {
+			t.fail("the retry got %s again and again while a new key goes through: the failure was stored under the key and replayed", got.short())
+		} else {
+			t.failAs("a server that does not get over a cancelled statement", "bank scenario atomic",
+				"after the failure (%s) every request fails, a new key's too (%s)", first.short(), fresh.short())
+		}
+	default:
+		t.fail("the retry after the failure (%s) got %s, not 201", first.short(), got.short())
+	}
+}
+
+// crashOnStore kills the server while it writes its answer to its own
+// tables: the grader holds a SHARE lock on them, which that write waits
+// on. Stored in the transfer's own transaction, the answer and the
+// transfer die together; stored in a second one, the transfer has
+// already committed, and the retry makes it again.
+func crashOnStore(t *trial) {
+	r := t.adaPaysBola("grade-storecrash-01")
+	_, p, release, ok := t.blockOnAdasRow(r, "the transfer")
+	defer release()
+	if !ok {
+		return
+	}
+	tables := t.ownTables()
+	if len(tables) == 0 {
+		release()
+		t.await(p, 10*time.Second)
+		t.notApplicable("the server keeps no table of its own in the database, so it stores no answer there to be caught storing (the restart check tests where keys live)")
+		return
+	}
+	list := strings.Join(tables, ", ")
+	them, unlock, err := t.hold("SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN SHARE MODE")
+	if err != nil {
+		release()
+		t.await(p, 10*time.Second)
+		t.notApplicable("the server's transaction had already written to %s before its transfer (%v), so its answer cannot be stored apart from the transfer", list, err)
+		return
+	}
+	defer unlock()
+	t.note("the grader holds a SHARE lock on the server's own tables (%s): writing to them will wait", list)
+	release()
+	t.note("the grader lets go of Ada's row: the transfer goes on")
+	storing := t.waitBlocked(them, p, 10*time.Second)
+	if storing == 0 {
+		unlock()
+		got, _ := t.await(p, 10*time.Second)
+		t.notApplicable("the transfer finished (%s) without writing to the server's own tables after it, so there was no storing to crash in", got.short())
+		return
+	}
+	done := t.count(1, 2, tenThousand)
+	t.servers[0].kill()
+	t.note("the server's session waits to write its answer: the server is killed (SIGKILL), %s", map[bool]string{
+		true:  "with its transfer already committed",
+		false: "before its transfer committed"}[done > 0])
+	t.await(p, 10*time.Second)
+	unlock()
+	if !t.waitGone(storing, 10*time.Second) {
+		t.note("the killed server's database session is still there after 10 s")
+	}
+	t.must(t.servers[0].restart(t.ctx))
+	t.note("the server is started again")
+	if done > 0 {
+		t.fail("the transfer had committed before its answer was stored, in a transaction of its own: the crash in between left a done transfer with no stored answer")
+	}
+	if t.retryGetsStored(r, t.cfg.LockTTL+5*time.Second, "the crash") {
+		t.passed("killed while storing its answer, the server had not committed the transfer either; the retry got 201; money moved once")
+	}
+}
+
 func pause(t *trial) {
 	if runtime.GOOS == "windows" {
 		t.notApplicable("pausing a process needs SIGSTOP, which Windows does not have")
 		return
 	}
 	r := t.adaPaysBola("grade-pause-000001")
-	us, release := t.holdRow()
+	a, pa, release, ok := t.blockOnAdasRow(r, "server A's transfer")
 	defer release()
-	t.note("the grader locks Ada's account row, so server A's transfer will wait on it")
-	pa := t.async(r)
-	a := t.waitBlocked(us, pa, 10*time.Second)
-	if a == 0 {
-		release()
-		got, _ := t.await(pa, 10*time.Second)
-		t.fail("the transfer never waited on Ada's account row (it answered %s): it does not lock or update the sender's account", got.short())
+	if !ok {
 		return
 	}
 	claimed := time.Now()

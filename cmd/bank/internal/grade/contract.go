@@ -53,6 +53,13 @@ GET /transfers?key=KEY   (recommended)
   200 {"key":…,"status":"completed"|"in_progress",…} for a key it has,
   404 for a key it never got.
 
+How the faults are thrown: through PostgreSQL and signals, with no hook in
+your code. The grader locks Ada's account row (or holds a SHARE lock on
+your own tables) until your server's session waits on it
+(pg_blocking_pids), then kills (SIGKILL), pauses (SIGSTOP) or stops
+(SIGTERM) your server, or cancels its statement (pg_cancel_backend); its
+proxy loses replies after your server has sent them.
+
 Checks (required unless marked):
 `)
 	for _, c := range Checks {
@@ -60,7 +67,7 @@ Checks (required unless marked):
 		if !c.Required {
 			req = "  (recommended)"
 		}
-		fmt.Fprintf(&b, "  %-14s %s%s\n", c.Name, c.Title, req)
+		fmt.Fprintf(&b, "  %-15s %s%s\n", c.Name, c.Title, req)
 	}
 	b.WriteString(`
 Exit status: 0 when every required check passes, 1 when one fails, 2 for a

@@ -254,21 +254,57 @@ func (t *trial) settle(r request, bound time.Duration) (reply, bool) {
 // holdRow locks Ada's account row in a transaction of the grader's own,
 // so that a transfer from her account waits on it. release ends it.
 func (t *trial) holdRow() (pid int, release func()) {
+	pid, release, err := t.hold("SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE")
+	t.must(err)
+	return pid, release
+}
+
+// hold runs statements in a transaction of the grader's own and keeps it
+// open, with the locks they took, until release. It returns the
+// session's pid, for pg_blocking_pids; an error of the statements (a
+// lock_timeout, say) is returned with nothing held.
+func (t *trial) hold(stmts ...string) (pid int, release func(), err error) {
 	conn, err := t.db.Acquire(t.ctx)
 	t.must(err)
 	tx, err := conn.Begin(t.ctx)
-	t.must(err)
-	_, err = tx.Exec(t.ctx, "SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE")
-	t.must(err)
-	t.must(tx.QueryRow(t.ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	if err == nil {
+		err = tx.QueryRow(t.ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	}
+	for _, stmt := range stmts {
+		if err == nil {
+			_, err = tx.Exec(t.ctx, stmt)
+		}
+	}
 	done := false
-	return pid, func() {
+	release = func() {
 		if !done {
 			done = true
-			tx.Rollback(context.WithoutCancel(t.ctx))
+			if tx != nil {
+				tx.Rollback(context.WithoutCancel(t.ctx))
+			}
 			conn.Release()
 		}
 	}
+	if err != nil {
+		release()
+		return 0, nil, err
+	}
+	return pid, release, nil
+}
+
+// ownTables are the tables the server made for itself (its key table,
+// and any other): every table in the database but the lesson's two.
+func (t *trial) ownTables() []string {
+	rows, err := t.db.Query(t.ctx, `SELECT format('%I.%I', n.nspname, c.relname)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+		  AND n.nspname NOT LIKE 'pg\_toast%'
+		  AND NOT (n.nspname = 'public' AND c.relname IN ('accounts', 'transfers'))
+		ORDER BY 1`)
+	t.must(err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	t.must(err)
+	return tables
 }
 
 // waitBlocked waits until a session waits on a lock held by session pid,
