@@ -2,12 +2,15 @@ package grade
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank"
 )
@@ -366,6 +369,12 @@ func outage(t *trial) {
 	}
 	var cancelled bool
 	t.must(t.db.QueryRow(t.ctx, "SELECT pg_cancel_backend($1)", blocked).Scan(&cancelled))
+	if !cancelled {
+		release()
+		t.await(p, 10*time.Second)
+		t.notApplicable("the grader could not cancel the server's statement (pg_cancel_backend refused: another role's session?)")
+		return
+	}
 	t.note("the server's session waits on Ada's row: the grader cancels its statement (pg_cancel_backend), as a brief outage would")
 	release()
 	first, _ := t.await(p, 10*time.Second)
@@ -429,7 +438,12 @@ func crashOnStore(t *trial) {
 	if err != nil {
 		release()
 		t.await(p, 10*time.Second)
-		t.notApplicable("the server's transaction had already written to %s before its transfer (%v), so its answer cannot be stored apart from the transfer", list, err)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
+			t.notApplicable("the server's transaction writes to its own tables (%s) before its transfer, so the grader cannot let the transfer through while holding its answer back", list)
+		} else {
+			t.notApplicable("the grader could not lock the server's own tables (%s): %v", list, err)
+		}
 		return
 	}
 	defer unlock()
