@@ -39,6 +39,31 @@ func TestHTMLFlag(t *testing.T) {
 	}
 }
 
+// TestHTMLLostResponse: on a narrow diagram (two lanes) the balances line
+// still fits on one row, and the lesson's own drawing in the step's note
+// is kept apart, in monospace, where its columns line up.
+func TestHTMLLostResponse(t *testing.T) {
+	t.Parallel()
+	page := filepath.Join(t.TempDir(), "lost.html")
+	if r := cli(t, nil, "scenario", "lost-response", "--html", page); r.code != exitOK {
+		t.Fatalf("%+v", r)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	if !strings.Contains(html, `text-anchor="start">Ada ₦30,000, Bola ₦25,000, Chidi ₦20,000 | total ₦75,000 | transfers 2</text>`) {
+		t.Errorf("the diagram's balances line is not one row of text:\n%s", html)
+	}
+	before, after, _ := strings.Cut(html, `<pre class="drawing">`)
+	drawing, _, _ := strings.Cut(after, "</pre>")
+	note := before[max(0, strings.LastIndex(before, `<p class="note">`)):]
+	if !strings.Contains(drawing, "lost in tunnel") || strings.Contains(note, "lost in tunnel") {
+		t.Errorf("the lesson's drawing is not in its own monospace block:\n%s", html)
+	}
+}
+
 func TestPictureUsage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
