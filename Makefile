@@ -36,7 +36,9 @@ NODE_SERVER = testdata/grade/node-server
 node-server: $(NODE_SERVER)/node_modules/.package-lock.json
 $(NODE_SERVER)/node_modules/.package-lock.json: $(NODE_SERVER)/package-lock.json
 	@if command -v npm >/dev/null; then \
-		npm ci --prefix $(NODE_SERVER) --no-audit --no-fund --loglevel=error || echo "npm ci failed: the Node.js server's grade test will not run"; \
+		npm ci --prefix $(NODE_SERVER) --no-audit --no-fund --loglevel=error || \
+		npm ci --prefix $(NODE_SERVER) --no-audit --no-fund --loglevel=error || \
+		echo "npm ci failed twice: the Node.js server's grade test will not run"; \
 	else echo "npm is missing: the Node.js server's grade test will not run (install nodejs and npm)"; fi
 
 # The learner's case: the lifecycle, scenario and golden tests as an
