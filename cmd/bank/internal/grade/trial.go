@@ -297,8 +297,8 @@ func (t *trial) hold(stmts ...string) (pid int, release func(), err error) {
 func (t *trial) ownTables() []string {
 	rows, err := t.db.Query(t.ctx, `SELECT format('%I.%I', n.nspname, c.relname)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-		  AND n.nspname NOT LIKE 'pg\_toast%'
+		WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
+		  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
 		  AND NOT (n.nspname = 'public' AND c.relname IN ('accounts', 'transfers'))
 		ORDER BY 1`)
 	t.must(err)
