@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -183,6 +184,7 @@ func (a *app) serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listen
 	} else {
 		banner(base)
 	}
+	unused := trackUnused(hs)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -193,10 +195,55 @@ func (a *app) serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listen
 	fmt.Fprintln(a.io.Err, "bank: stopping: finishing requests in flight")
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutting down: %w", err)
+	stopped := make(chan error, 1)
+	go func() { stopped <- hs.Shutdown(shutdown) }()
+	// Shutdown waits up to 5 s for a connection that never sent a request
+	// (a browser opens spare ones ahead): close those as they are seen.
+	for tick := time.NewTicker(20 * time.Millisecond); ; unused.close() {
+		select {
+		case err := <-stopped:
+			tick.Stop()
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("shutting down: %w", err)
+			}
+			return nil
+		case <-tick.C:
+		}
 	}
-	return nil
+}
+
+// unusedConns are a server's connections that have not sent a request yet.
+type unusedConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func trackUnused(hs *http.Server) *unusedConns {
+	u := &unusedConns{conns: map[net.Conn]bool{}}
+	prev := hs.ConnState
+	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		u.mu.Lock()
+		if st == http.StateNew {
+			u.conns[c] = true
+		} else {
+			delete(u.conns, c)
+		}
+		u.mu.Unlock()
+		if prev != nil {
+			prev(c, st)
+		}
+	}
+	return u
+}
+
+// close closes the connections still unused: no request of theirs has
+// been read, so none is cut off.
+func (u *unusedConns) close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c := range u.conns {
+		c.Close()
+	}
 }
 
 // prepareInPlace checks that the database to serve is a bank and gives

@@ -3,6 +3,7 @@ package labweb_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -191,12 +192,22 @@ func TestLabInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	notBlank(t, shot, "lab-crash")
-	// One step back: fewer arrows.
+	// One step back: fewer arrows. The click's handler runs in the page
+	// after the click returns, so the page is given a moment (it failed
+	// once under make test's load when read at once).
 	if err := chromedp.Do(ctx, chromedp.Click(`#prev`)); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := step(ctx); err != nil || n >= last {
-		t.Errorf("a step back still shows %d arrows (of %d): %v", n, last, err)
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err = chromedp.Do(bctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Poll[bool](fmt.Sprintf(`document.querySelectorAll("svg.diagram line.arrow").length < %d`, last),
+			chromedp.WithPollingInterval(20*time.Millisecond))(ctx, t)
+		return chromedp.Void{}, err
+	})
+	if err != nil {
+		n, _ := step(ctx)
+		t.Errorf("a step back still shows %d arrows (of %d) after 5 s: %v", n, last, err)
 	}
 }
 
