@@ -101,11 +101,10 @@ func verdicts(rep grade.Report) map[string]string {
 	return v
 }
 
-// TestGradeLabServerPasses: the lab's own server, graded as a learner's
-// would be, holds on every check.
-func TestGradeLabServerPasses(t *testing.T) {
-	t.Parallel()
-	rep, failed, out := gradeInTwo(t, nil, bankBinary(t), "serve")
+// passesEveryCheck grades a server that must pass every check.
+func passesEveryCheck(t *testing.T, server ...string) {
+	t.Helper()
+	rep, failed, out := gradeInTwo(t, nil, server...)
 	if failed {
 		t.Errorf("a check failed:\n%s", out)
 	}
@@ -114,6 +113,13 @@ func TestGradeLabServerPasses(t *testing.T) {
 			t.Errorf("%s: %s: %s\n%s", r.Name, r.Verdict, r.Why, strings.Join(r.Evidence, "\n"))
 		}
 	}
+}
+
+// TestGradeLabServerPasses: the lab's own server, graded as a learner's
+// would be, holds on every check.
+func TestGradeLabServerPasses(t *testing.T) {
+	t.Parallel()
+	passesEveryCheck(t, bankBinary(t), "serve")
 }
 
 // TestGradeNodeServerPasses: a server in another language, the lesson's
@@ -138,15 +144,7 @@ func TestGradeNodeServerPasses(t *testing.T) {
 		}
 		t.Skipf("NODE.JS SERVER NOT GRADED (%v): install nodejs and npm, then make test runs npm ci in %s", err, dir)
 	}
-	rep, failed, out := gradeInTwo(t, nil, node, filepath.Join(dir, "server.js"))
-	if failed {
-		t.Errorf("a check failed:\n%s", out)
-	}
-	for _, r := range rep.Results {
-		if r.Verdict != grade.Pass {
-			t.Errorf("%s: %s: %s\n%s", r.Name, r.Verdict, r.Why, strings.Join(r.Evidence, "\n"))
-		}
-	}
+	passesEveryCheck(t, node, filepath.Join(dir, "server.js"))
 }
 
 // TestGradeCatchesEachBreak: each of bank serve's mistakes fails exactly
