@@ -29,17 +29,20 @@ test: node-server
 	cat "$$checks" "$$learn"; rm -f "$$checks" "$$learn"; \
 	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0
 
-# The Node.js server that bank grade's tests grade (a server in a second
-# language) needs its one package, pg: installed with npm ci when the lock
-# file changes. Without npm, its test says it did not run.
-NODE_SERVER = testdata/grade/node-server
-node-server: $(NODE_SERVER)/node_modules/.package-lock.json
-$(NODE_SERVER)/node_modules/.package-lock.json: $(NODE_SERVER)/package-lock.json
+# The Node.js servers that bank grade's tests grade (servers in other
+# languages, written from the contract alone) need their npm packages:
+# installed with npm ci when a lock file changes. Without npm, their tests
+# say they did not run.
+# testdata/exercises/node: the lesson's practice solutions on pg, which bank exercise's tests check.
+NODE_DIRS = testdata/grade/node-server testdata/grade/node-redis testdata/exercises/node
+node-server: $(NODE_DIRS:%=%/node_modules/.package-lock.json)
+%/node_modules/.package-lock.json: %/package-lock.json
 	@if command -v npm >/dev/null; then \
-		npm ci --prefix $(NODE_SERVER) --no-audit --no-fund --loglevel=error || \
-		npm ci --prefix $(NODE_SERVER) --no-audit --no-fund --loglevel=error || \
-		echo "npm ci failed twice: the Node.js server's grade test will not run"; \
-	else echo "npm is missing: the Node.js server's grade test will not run (install nodejs and npm)"; fi
+		echo "npm ci in $*"; \
+		npm ci --prefix $* --no-audit --no-fund --loglevel=error || \
+		npm ci --prefix $* --no-audit --no-fund --loglevel=error || \
+		echo "npm ci failed twice in $*: its grade test will not run"; \
+	else echo "npm is missing: the Node.js servers' grade tests will not run (install nodejs and npm)"; fi
 
 # The learner's case: the lifecycle, scenario and golden tests as an
 # unprivileged user with an empty home (when run as root, as CI is).

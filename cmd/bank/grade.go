@@ -179,7 +179,11 @@ func (a *app) printGrade(rep grade.Report, colour bool, command []string, f grad
 			}
 		}
 		if r.Verdict == grade.Fail {
-			fmt.Fprintf(w, "      looks like: %s\n      see it done right: %s\n", r.LooksLike, r.See)
+			looksLike := r.LooksLike
+			if looksLike == "" {
+				looksLike = "none of the lesson's mistakes fits what was seen: read the evidence below"
+			}
+			fmt.Fprintf(w, "      looks like: %s\n      see it done right: %s\n", looksLike, r.See)
 		}
 		if r.Verdict == grade.Fail || a.verbose {
 			for _, e := range r.Evidence {

@@ -151,56 +151,35 @@ func TestGradeNodeServerPasses(t *testing.T) {
 // the checks its mistake should fail, and passes the rest.
 func TestGradeCatchesEachBreak(t *testing.T) {
 	t.Parallel()
-	cases := map[string]struct {
-		fail  []string
-		na    []string
-		maybe []string // may pass or fail, by where a kill lands: not run
-	}{
-		// No key, and no key table written after a transfer: nothing is
-		// stored, so there is no storing to crash in.
-		"no-keys": {fail: []string{"lost-response", "replayed", "reordered", "other-body", "no-key", "refusal", "double-tap", "storm", "pause", "restart", "lookup", "torture"},
-			na: []string{"crash-on-store"}},
-		// Keys in memory: each process has its own, and a restart has none.
-		"memory-keys": {fail: []string{"pause", "restart", "lookup", "torture"}, na: []string{"crash-on-store"}},
-		"no-fencing":  {fail: []string{"pause"}},
+	// fail: each check that must fail, and the lesson's mistake its
+	// evidence must name ("" where it fits none: torture's violations).
+	cases := map[string]mistaken{
+		// No key at all: every check that sends a copy sees it run again.
+		"no-keys": {fail: map[string]string{"lost-response": "no-keys", "replayed": "no-keys", "reordered": "no-keys", "other-body": "no-keys",
+			"no-key": "key-optional", "refusal": "refusal-not-stored", "double-tap": "no-keys", "storm": "no-keys", "crash-on-store": "second-transaction",
+			"pause": "keys-not-shared", "restart": "no-keys", "lookup": "no-lookup", "torture": ""}},
+		// Keys in memory: each process has its own, and a restart has none;
+		// the answer is stored nowhere the transfer's transaction reaches.
+		"memory-keys": {fail: map[string]string{"pause": "keys-not-shared", "restart": "memory-keys", "lookup": "no-lookup", "torture": "",
+			"crash-on-store": "second-transaction"}},
+		"no-fencing": {fail: map[string]string{"pause": "no-fencing"}},
 		// Without expiry the pause has no takeover to fence, and a key whose
 		// request failed or died is stuck. Torture fails only if its kill
 		// lands inside a request whose key is not yet done.
-		"no-lock-expiry": {fail: []string{"crash", "outage", "crash-on-store"}, na: []string{"pause"}, maybe: []string{"torture"}},
+		"no-lock-expiry": {fail: map[string]string{"crash": "no-lock-expiry", "outage": "no-lock-expiry", "crash-on-store": "no-lock-expiry"},
+			na: []string{"pause"}, maybe: []string{"torture"}},
 		// The transfer commits before its answer is stored: a kill between
-		// the two (torture's, if it lands there) makes the retry run it again.
-		"second-transaction": {fail: []string{"crash-on-store", "pause"}, maybe: []string{"torture"}},
+		// the two (torture's, if it lands there) makes the retry run it
+		// again; its fencing comes after the transfer has committed.
+		"second-transaction": {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "no-fencing"}, maybe: []string{"torture"}},
 		// Only an unexpected error is stored; torture's faults cause none,
 		// unless one comes of the load itself.
-		"replay-500": {fail: []string{"outage"}, maybe: []string{"torture"}},
+		"replay-500": {fail: map[string]string{"outage": "replay-500"}, maybe: []string{"torture"}},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			rep, failed, out := gradeInTwo(t, want.maybe, bankBinary(t), "serve", "--break", name)
-			if !failed {
-				t.Fatalf("no part failed:\n%s", out)
-			}
-			for check, got := range verdicts(rep) {
-				wanted := grade.Pass
-				switch {
-				case slices.Contains(want.fail, check):
-					wanted = grade.Fail
-				case slices.Contains(want.na, check):
-					wanted = grade.NA
-				}
-				if got != wanted {
-					t.Errorf("%s: %s, want %s", check, got, wanted)
-				}
-			}
-			for _, r := range rep.Results {
-				if r.Verdict == grade.Fail && (r.LooksLike == "" || !strings.HasPrefix(r.See, "bank ")) {
-					t.Errorf("%s fails without naming the mistake and the command that shows the fix: %+v", r.Name, r)
-				}
-			}
-			if t.Failed() {
-				t.Log(out)
-			}
+			graded(t, want, bankBinary(t), "serve", "--break", name)
 		})
 	}
 }

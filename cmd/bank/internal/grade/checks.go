@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,57 +19,24 @@ import (
 
 // Checks are the faults the grader throws, in the order it throws them.
 var Checks = []Check{
-	{Name: "plain", Title: "a plain transfer", Required: true,
-		LooksLike: "the transfer itself is wrong, before any fault",
-		See:       "bank scenario atomic", run: plain},
-	{Name: "lost-response", Title: "a lost reply, retried with the same key", Required: true,
-		LooksLike: "no idempotency: the retry ran the transfer again instead of replaying the stored answer",
-		See:       "bank scenario retry-safe", run: lostResponse},
-	{Name: "replayed", Title: "a replay says so (Idempotent-Replayed: true) and repeats the body", Required: false,
-		LooksLike: "the stored answer is not sent back as it was first sent",
-		See:       "bank scenario retry-safe", run: replayed},
-	{Name: "reordered", Title: "the retry with its JSON keys in another order", Required: true,
-		LooksLike: "the fingerprint hashes the raw bytes, so the same request written differently looks like another",
-		See:       "bank scenario key-misuse", run: reordered},
-	{Name: "other-body", Title: "the same key with another body", Required: true,
-		LooksLike: "no fingerprint: a key's stored answer is replayed to whatever request comes with it",
-		See:       "bank mistake no-fingerprint", run: otherBody},
-	{Name: "other-user", Title: "the same key from another user", Required: true,
-		LooksLike: "keys not scoped to their user: one user's key answers another user's request",
-		See:       "bank mistake unscoped-keys", run: otherUser},
-	{Name: "no-key", Title: "no Idempotency-Key", Required: true,
-		LooksLike: "a transfer without a key cannot be retried safely, so the API must refuse it",
-		See:       "bank scenario key-misuse", run: noKey},
-	{Name: "refusal", Title: "a refusal (insufficient funds) replayed, not re-run", Required: true,
-		LooksLike: "only successes are stored: a refused request runs again on retry, and may now succeed",
-		See:       "bank scenario key-misuse", run: refusal},
-	{Name: "outage", Title: "a brief outage: the server's statement cancelled mid-transfer, then the retry", Required: true,
-		LooksLike: "a server error stored under the key and replayed: one brief outage became the key's answer for ever",
-		See:       "bank mistake replay-500", run: outage},
-	{Name: "double-tap", Title: "a double tap: two copies at once", Required: true,
-		LooksLike: "check, then insert: both copies found no key and both ran; claim the key atomically",
-		See:       "bank scenario concurrent", run: doubleTap},
-	{Name: "storm", Title: "a storm of 50 copies at once", Required: true,
-		LooksLike: "check, then insert: several copies found no key and ran; claim the key atomically",
-		See:       "bank scenario concurrent", run: storm},
-	{Name: "crash", Title: "the server killed (SIGKILL) mid-transfer, restarted, then the retry", Required: true,
-		LooksLike: "a lock that never expires: the crashed request's key stays in progress for ever",
-		See:       "bank mistake no-lock-expiry", run: crash},
-	{Name: "crash-on-store", Title: "the server killed (SIGKILL) while it stores its answer, then the retry", Required: true,
-		LooksLike: "the answer stored in a second transaction: the transfer committed first, so a crash in between left a done transfer with no stored answer",
-		See:       "bank mistake second-transaction", run: crashOnStore},
-	{Name: "pause", Title: "a server paused (SIGSTOP) past its lock while a retry goes to another", Required: true, Servers: 2,
-		LooksLike: "no fencing token (or one checked only after the work committed): the server that lost its lock still committed its work",
-		See:       "bank mistake no-fencing", run: pause},
-	{Name: "restart", Title: "keys kept across a restart of the server", Required: true,
-		LooksLike: "keys kept in the server's memory: a restart forgets them",
-		See:       "bank mistake memory-keys", run: restart},
-	{Name: "lookup", Title: "GET /transfers?key= says what became of a key", Required: false,
-		LooksLike: "no way for a client to ask what became of a request it lost the answer to",
-		See:       "bank scenario unknown-outcome", run: lookup},
+	{Name: "plain", Title: "a plain transfer", Required: true, See: "bank scenario atomic", run: plain},
+	{Name: "lost-response", Title: "a lost reply, retried with the same key", Required: true, See: "bank scenario retry-safe", run: lostResponse},
+	{Name: "replayed", Title: "a replay says so (Idempotent-Replayed: true) and repeats the body", See: "bank scenario retry-safe", run: replayed},
+	{Name: "reordered", Title: "the retry with its JSON keys in another order", Required: true, See: "bank scenario key-misuse", run: reordered},
+	{Name: "other-body", Title: "the same key with another body", Required: true, See: "bank mistake no-fingerprint", run: otherBody},
+	{Name: "other-user", Title: "the same key from another user", Required: true, See: "bank mistake unscoped-keys", run: otherUser},
+	{Name: "no-key", Title: "no Idempotency-Key", Required: true, See: "bank scenario key-misuse", run: noKey},
+	{Name: "refusal", Title: "a refusal (insufficient funds) replayed, not re-run", Required: true, See: "bank scenario key-misuse", run: refusal},
+	{Name: "outage", Title: "a brief outage: the server's statement cancelled mid-transfer, then the retry", Required: true, See: "bank mistake replay-500", run: outage},
+	{Name: "double-tap", Title: "a double tap: two copies at once", Required: true, See: "bank scenario concurrent", run: doubleTap},
+	{Name: "storm", Title: "a storm of 50 copies at once", Required: true, See: "bank scenario concurrent", run: storm},
+	{Name: "crash", Title: "the server killed (SIGKILL) mid-transfer, restarted, then the retry", Required: true, See: "bank scenario crash", run: crash},
+	{Name: "crash-on-store", Title: "the answer stored in the transfer's own transaction, and a kill while storing it", Required: true, See: "bank mistake second-transaction", run: crashOnStore},
+	{Name: "pause", Title: "a server paused (SIGSTOP) past its lock while a retry goes to another", Required: true, Servers: 2, See: "bank mistake no-fencing", run: pause},
+	{Name: "restart", Title: "keys kept across a restart of the server", Required: true, See: "bank mistake memory-keys", run: restart},
+	{Name: "lookup", Title: "GET /transfers?key= says what became of a key", See: "bank scenario unknown-outcome", run: lookup},
 	{Name: "torture", Title: "a short torture run: every fault at once, at two instances", Required: true, Servers: 2,
-		LooksLike: "one of the mistakes above, showing under load (the violations name the keys)",
-		See:       "bank torture (the lab's server, which holds; --break NAME shows a mistake failing)", run: tortureRun},
+		See: "bank torture (the lab's server, which holds; --break NAME shows a mistake failing)", run: tortureRun},
 }
 
 // body is a transfer request as the lesson writes it.
@@ -85,18 +54,20 @@ func (t *trial) adaPaysBola(key string) request {
 }
 
 // receipt checks that a 201 names the transfer the database recorded.
-func (t *trial) receipt(got reply, from, to, kobo int64) {
+// Money moved twice is the mistake twice names: the one this check's
+// faults can cause.
+func (t *trial) receipt(got reply, from, to, kobo int64, twice mistake) {
 	if n := t.count(from, to, kobo); n > 1 {
-		t.fail("the copy ran the transfer again: money moved %s", bank.Times(n))
+		t.failAs(twice, "the copy ran the transfer again: money moved %s", bank.Times(n))
 		return
 	}
 	var id int64
 	if err := t.db.QueryRow(t.ctx, "SELECT min(id) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3", from, to, kobo).Scan(&id); err != nil {
-		t.fail("the 201 was sent, but no transfer of %s from account %d to %d was recorded", bank.Naira(kobo), from, to)
+		t.failAs(mTransfer, "the 201 was sent, but no transfer of %s from account %d to %d was recorded", bank.Naira(kobo), from, to)
 		return
 	}
 	if got.TransferID != id {
-		t.fail("the 201's transferId is %d, but the transfer recorded is %d (the contract's body carries the transfers row's id)", got.TransferID, id)
+		t.failAs(mTransfer, "the 201's transferId is %d, but the transfer recorded is %d (the contract's body carries the transfers row's id)", got.TransferID, id)
 	}
 }
 
@@ -104,10 +75,10 @@ func plain(t *trial) {
 	r := t.adaPaysBola("grade-plain-0000001")
 	got := t.send(r)
 	if got.Status != 201 {
-		t.fail("a valid transfer got %s, not 201", got.short())
+		t.failAs(mTransfer, "a valid transfer got %s, not 201", got.short())
 		return
 	}
-	t.receipt(got, 1, 2, tenThousand)
+	t.receipt(got, 1, 2, tenThousand, mTransfer)
 	t.passed("201, with the transfer's id; money moved once")
 }
 
@@ -116,25 +87,27 @@ func lostResponse(t *trial) {
 	t.proxies[0].loseNext.Store(1)
 	t.note("the proxy will lose the next reply, after the server has sent it")
 	t.send(r)
-	if t.retryGetsStored(r, 10*time.Second, "the lost reply") {
+	if t.retryGetsStored(r, 10*time.Second, "the lost reply", mNoIdempotency) {
 		t.passed("the retry got the stored 201; money moved once")
 	}
 }
 
 // retryGetsStored resends Ada's ₦10,000 as a good client does, until a
-// definitive answer, and wants the 201 of the one transfer it made.
-func (t *trial) retryGetsStored(r request, bound time.Duration, after string) bool {
+// definitive answer, and wants the 201 of the one transfer it made. A
+// retry that made the transfer again is the mistake twice names.
+func (t *trial) retryGetsStored(r request, bound time.Duration, after string, twice mistake) bool {
 	got, ok := t.settle(r, bound)
 	switch {
 	case !ok && got.Status == 409:
-		t.failAs("a lock that never expires: the crashed request's key stays in progress for ever", "bank mistake no-lock-expiry",
-			"the retry after %s was still answered %s %s later: the key is stuck in progress", after, got.short(), bound)
+		t.failAs(mNoExpiry, "the retry after %s was still answered %s %s later: the key is stuck in progress", after, got.short(), bound)
 	case !ok:
 		t.fail("the retry after %s was still answered %s %s later", after, got.short(), bound)
-	case got.Status != 201:
-		t.fail("the retry after %s got %s, not 201", after, got.short())
+	case got.Status == 201:
+		t.receipt(got, 1, 2, tenThousand, twice)
+	case got.Status/100 == 4 && t.count(1, 2, tenThousand) == 1:
+		t.fail("the retry after %s was refused (%s %s), though it is the same request under the same key: the transfer was made once, but the client is told it failed; a copy must get the stored 201", after, got.short(), got.Body)
 	default:
-		t.receipt(got, 1, 2, tenThousand)
+		t.fail("the retry after %s got %s, not 201", after, got.short())
 	}
 	return t.res.Verdict == Pass
 }
@@ -148,10 +121,12 @@ func replayed(t *trial) {
 		t.fail("the first request got %s, not 201", first.short())
 	case again.Status != 201:
 		t.fail("the copy got %s, not the stored 201", again.short())
+	case t.count(1, 2, tenThousand) > 1:
+		t.failAs(mNoIdempotency, "the copy ran the transfer again (its 201 names transfer %d, the first's %d): nothing was replayed", again.TransferID, first.TransferID)
 	case !again.Replayed:
-		t.fail("the copy got 201 without Idempotent-Replayed: true, so a client cannot tell a replay from a new transfer")
+		t.failAs(mNotMarked, "the copy got 201 without Idempotent-Replayed: true, so a client cannot tell a replay from a new transfer")
 	case !sameJSON(first.Body, again.Body):
-		t.fail("the replay's body differs from the first answer's")
+		t.failAs(mNotMarked, "the replay's body differs from the first answer's")
 	default:
 		t.passed("the copy got the same 201, marked Idempotent-Replayed: true")
 	}
@@ -165,6 +140,14 @@ func sameJSON(a, b string) bool {
 	return reflect.DeepEqual(x, y)
 }
 
+// refused is a 4xx that says no to the request itself: not 409 (in
+// progress) or 429 (slow down), which ask for a retry.
+func refused(got reply) bool {
+	return got.Status/100 == 4 && got.Status != 409 && got.Status != 429
+}
+
+// reordered sends an identical copy first, then one with its keys in
+// another order: only a fingerprint over the raw bytes tells them apart.
 func reordered(t *trial) {
 	r := t.adaPaysBola("grade-reorder-00001")
 	first := t.send(r)
@@ -172,13 +155,19 @@ func reordered(t *trial) {
 		t.fail("the first request got %s, not 201", first.short())
 		return
 	}
+	same := t.send(r)
 	r.body = `{ "amountKobo": 1000000, "to": 2, "from": 1 }`
 	got := t.send(r)
-	if got.Status != 201 {
+	switch {
+	case got.Status == 201:
+		t.receipt(got, 1, 2, tenThousand, mNoIdempotency)
+	case refused(got) && same.Status == 201:
+		t.failAs(mRawFingerprint, "the identical copy got the stored 201, but the same request with its keys reordered was refused (%s %s)", got.short(), got.Body)
+	case refused(got) && refused(same):
+		t.fail("even the identical copy was refused (%s), and the reordered one too (%s): a copy under the same key must get the stored 201", same.short(), got.short())
+	default:
 		t.fail("the same request with its keys reordered got %s, not the stored 201", got.short())
-		return
 	}
-	t.receipt(got, 1, 2, tenThousand)
 	t.passed("the reordered copy got the stored 201; money moved once")
 }
 
@@ -186,13 +175,20 @@ func otherBody(t *trial) {
 	r := t.adaPaysBola("grade-otherbody-001")
 	t.intent("the reused key's ₦20,000", 1, 2, 2_000_000, 0)
 	t.send(r)
+	same := t.send(r)
 	r.body = body(1, 2, 2_000_000) // Ada can afford it: only the key may refuse it
 	got := t.send(r)
 	switch {
+	case same.Status == 201 && t.count(1, 2, tenThousand) > 1:
+		t.failAs(mNoIdempotency, "even the identical copy ran the transfer again (%s): the server does not look at the key at all", same.short())
 	case got.Status == 422:
 		t.passed("422: the key was refused for a different request; no money moved")
-	case got.Status == 201 && got.Replayed:
-		t.fail("the first request's 201 was replayed to a different one: the client believes ₦20,000 left, but only ₦10,000 did")
+	case refused(got) && t.count(1, 2, 2_000_000) == 0:
+		t.passed("%d: the key was refused for a different request; no money moved (the lesson and the IETF draft answer 422)", got.Status)
+	case got.Status == 201 && got.Replayed, got.Status == 201 && got.TransferID != 0 && t.count(1, 2, 2_000_000) == 0:
+		t.failAs(mNoFingerprint, "the first request's 201 was replayed to a different one (%s %s): the client believes ₦20,000 left, but only ₦10,000 did", got.short(), got.Body)
+	case got.Status == 201:
+		t.fail("the key's other request was run as a new transfer (%s): a key must belong to one request, and another request under it be refused with 422", got.short())
 	default:
 		t.fail("a key reused for another request got %s, not 422", got.short())
 	}
@@ -204,11 +200,13 @@ func otherUser(t *trial) {
 	t.send(t.adaPaysBola(key))
 	got := t.send(request{user: "bola", key: key, body: body(2, 1, 100_000)})
 	switch {
-	case got.Status == 201 && !got.Replayed:
-		t.receipt(got, 2, 1, 100_000)
+	case got.Status == 201 && !got.Replayed && t.count(2, 1, 100_000) > 0:
+		t.receipt(got, 2, 1, 100_000, mTransfer)
 		t.passed("201: Bola's key is Bola's own; both transfers happened")
-	case got.Replayed:
-		t.fail("Bola got Ada's stored answer (%s): keys are shared between users", got.short())
+	case got.Replayed || got.Status == 201:
+		t.failAs(mUnscoped, "Bola got Ada's stored answer (%s %s): keys are shared between users", got.short(), got.Body)
+	case refused(got) || got.Status == 409:
+		t.failAs(mUnscoped, "Bola's own request was refused (%s %s) because Ada had used the same key: keys are shared between users", got.short(), got.Body)
 	default:
 		t.fail("Bola's own request, under a key Ada also used, got %s, not 201", got.short())
 	}
@@ -221,7 +219,7 @@ func noKey(t *trial) {
 	case got.Status == 400:
 		t.passed("400: refused without a key; no money moved")
 	case got.Status/100 == 2:
-		t.fail("a transfer without an Idempotency-Key was carried out (%s): a retry of it could never be recognised", got.short())
+		t.failAs(mKeyOptional, "a transfer without an Idempotency-Key was carried out (%s): a retry of it could never be recognised", got.short())
 	default:
 		t.fail("a request without an Idempotency-Key got %s, not 400", got.short())
 	}
@@ -232,7 +230,7 @@ func refusal(t *trial) {
 	t.intent("Ada's ₦52,000, more than she has", 1, 2, 5_200_000, 0)
 	t.intent("Bola's ₦3,000 to Ada", 2, 1, 300_000, 1)
 	first := t.send(tooMuch)
-	if first.Status/100 != 4 || first.Status == 409 || first.Status == 429 {
+	if !refused(first) {
 		t.fail("a transfer of more than Ada has got %s, not a refusal (422)", first.short())
 		return
 	}
@@ -246,7 +244,7 @@ func refusal(t *trial) {
 	case got.Status == first.Status && sameJSON(got.Body, first.Body):
 		t.passed("the retry got the stored refusal (%s), not a new run", got.short())
 	case got.Status == 201:
-		t.fail("the refused request was run again on retry, and this time it moved ₦52,000: refusals must be stored and replayed")
+		t.failAs(mRefusalRerun, "the refused request was run again on retry, and this time it moved ₦52,000: refusals must be stored and replayed")
 	default:
 		t.fail("the retry of a refusal got %s %s, not the stored %d", got.short(), got.Body, first.Status)
 	}
@@ -257,11 +255,16 @@ func doubleTap(t *trial) { copies(t, 2, "grade-doubletap-01") }
 func storm(t *trial) { copies(t, 50, "grade-storm-000001") }
 
 // copies sends n copies of one request at once: money must move once,
-// and each copy gets the transfer's 201 or a 409 to retry later.
+// and each copy gets the transfer's 201 or a 409 to retry later. Where
+// the server keeps its keys in tables of its own, the race is forced,
+// not left to timing: the grader locks those tables until the copies
+// wait on the lock, then lets them all go at the same instant, so a
+// check-then-insert loses every time.
 func copies(t *trial, n int, key string) {
 	r := t.adaPaysBola(key)
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
+	var answered atomic.Int64
 	start := make(chan struct{})
 	for i := range replies {
 		wg.Add(1)
@@ -269,9 +272,32 @@ func copies(t *trial, n int, key string) {
 			defer wg.Done()
 			<-start
 			replies[i] = t.sendQuiet(r)
+			answered.Add(1)
 		}()
 	}
+	tables := t.ownTables()
+	list := strings.Join(tables, ", ")
+	us, unlock := 0, func() {}
+	if len(tables) > 0 {
+		pid, rel, err := t.hold("SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN ACCESS EXCLUSIVE MODE")
+		if err == nil {
+			us, unlock = pid, rel
+		} else {
+			t.note("the grader could not lock the server's own tables (%s): %v; the copies race as they come", list, err)
+		}
+	}
 	close(start)
+	if us != 0 {
+		waiting := t.waitLinedUp(us, func() bool { return answered.Load() == int64(n) }, n, 5*time.Second)
+		unlock()
+		if waiting > 0 {
+			t.note("the grader held an exclusive lock on the server's own tables (%s) until %d of the copies' sessions waited on it, then let them all go at once", list, waiting)
+		} else {
+			t.note("the copies never waited on the server's own tables (%s): they raced as they came, so this check only samples the race", list)
+		}
+	} else if len(tables) == 0 {
+		t.note("the server keeps no table of its own in the database, so the grader cannot line the copies up: they race as they come, and this check only samples the race (run it again to sample more)")
+	}
 	wg.Wait()
 	tally := map[string]int{}
 	var order []string
@@ -297,9 +323,20 @@ func copies(t *trial, n int, key string) {
 		line += fmt.Sprintf(" %d × %s;", tally[s], s)
 	}
 	t.note("%s", line[:len(line)-1])
-	switch n := t.count(1, 2, tenThousand); {
-	case n > 1:
-		t.fail("the copies ran the transfer %s", bank.Times(n))
+	moved := t.count(1, 2, tenThousand)
+	keyKept := slices.ContainsFunc(replies, func(r reply) bool { return r.Status == 409 || r.Replayed })
+	if moved > 1 && !keyKept {
+		// Did they all run because nothing looks at the key, or because
+		// they all looked before any claimed it? One more copy, now that
+		// they are done, tells.
+		later := t.send(r)
+		keyKept = later.Replayed || later.Status == 409 || later.Status == 201 && t.count(1, 2, tenThousand) == moved
+	}
+	switch {
+	case moved > 1 && !keyKept:
+		t.failAs(mNoIdempotency, "the copies ran the transfer %s, and even a copy sent after them ran again: the server does not look at the key at all", bank.Times(moved))
+	case moved > 1:
+		t.failAs(mCheckThenInsert, "the copies ran the transfer %s, though the server does keep keys (a copy got 409 or a replay): they all looked for it before any had claimed it; the claim is not atomic", bank.Times(moved))
 	case bad != "":
 		t.fail("a copy got %s: each copy should get the transfer's 201 (or its replay) or a 409 to retry later", bad)
 	case created == 0:
@@ -312,6 +349,27 @@ func copies(t *trial, n int, key string) {
 		}
 	}
 	t.passed("money moved once:%s", line[strings.Index(line, "→")+len("→"):len(line)-1])
+}
+
+// waitLinedUp waits until the sessions waiting on a lock held by session
+// pid stop growing in number (all n of them, or as many as the server's
+// connection pool lets wait), or every request was answered, or the
+// bound; it returns how many waited.
+func (t *trial) waitLinedUp(pid int, allAnswered func() bool, n int, bound time.Duration) int {
+	deadline := time.Now().Add(bound)
+	last, since := 0, time.Now()
+	for time.Now().Before(deadline) && !allAnswered() {
+		var waiting int
+		t.must(t.db.QueryRow(t.ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))", pid).Scan(&waiting))
+		if waiting != last {
+			last, since = waiting, time.Now()
+		}
+		if waiting >= n || (waiting > 0 && time.Since(since) > 300*time.Millisecond) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return last
 }
 
 func crash(t *trial) {
@@ -330,12 +388,11 @@ func crash(t *trial) {
 	}
 	t.must(t.servers[0].restart(t.ctx))
 	t.note("the server is started again")
-	if t.retryGetsStored(r, t.cfg.LockTTL+5*time.Second, "the crash") {
+	// Killed before its transfer committed, the request left nothing but
+	// its claim: a second transfer here means the first was not one
+	// transaction.
+	if t.retryGetsStored(r, t.cfg.LockTTL+5*time.Second, "the crash", mTransfer) {
 		t.passed("the retry after the crash got 201; money moved once")
-	}
-	if t.count(1, 2, tenThousand) > 1 {
-		t.failAs("the crashed request's work survived it, and the retry ran it again", "bank scenario crash",
-			"the crashed transfer and the retry both moved money")
 	}
 }
 
@@ -379,13 +436,13 @@ func outage(t *trial) {
 	release()
 	first, _ := t.await(p, 10*time.Second)
 	if first.Status == 201 {
-		t.receipt(first, 1, 2, tenThousand)
+		t.receipt(first, 1, 2, tenThousand, mTransfer)
 		t.passed("the server got over the cancelled statement by itself and answered 201; money moved once")
 		return
 	}
 	got := t.send(r)
 	if got.Status >= 500 && got.Replayed {
-		t.fail("the retry got the failure back, marked Idempotent-Replayed: true: it was stored under the key as if it were the request's answer")
+		t.failAs(mReplay500, "the retry got the failure back, marked Idempotent-Replayed: true: it was stored under the key as if it were the request's answer")
 		return
 	}
 	ok = got.definitive()
@@ -394,32 +451,39 @@ func outage(t *trial) {
 	}
 	switch {
 	case ok && got.Status == 201:
-		t.receipt(got, 1, 2, tenThousand)
+		t.receipt(got, 1, 2, tenThousand, mNoIdempotency)
 		t.passed("the failure (%s) was not kept: the retry got 201; money moved once", first.short())
 	case got.Status == 409:
-		t.failAs("a lock that never expires: the failed request's key stays in progress for ever", "bank mistake no-lock-expiry",
-			"after the failure (%s) the retry was still answered 409 %s later: the key is stuck in progress", first.short(), t.cfg.LockTTL+5*time.Second)
+		t.failAs(mNoExpiry, "after the failure (%s) the retry was still answered 409 %s later: the key is stuck in progress", first.short(), t.cfg.LockTTL+5*time.Second)
 	case got.Status >= 500 || ok:
 		// The same key keeps failing: is the server down, or is the failure stored?
 		t.intent("Ada's ₦1 to Bola, under a new key", 1, 2, 100, 1)
 		fresh := t.send(request{user: "ada", key: "grade-outage-fresh01", body: body(1, 2, 100)})
 		if fresh.Status == 201 {
-			t.fail("the retry got %s again and again while a new key goes through: the failure was stored under the key and replayed", got.short())
+			t.failAs(mReplay500, "the retry got %s again and again while a new key goes through: the failure was stored under the key and replayed", got.short())
 		} else {
-			t.failAs("a server that does not get over a cancelled statement", "bank scenario atomic",
-				"after the failure (%s) every request fails, a new key's too (%s)", first.short(), fresh.short())
+			t.failAs(mNoRecovery, "after the failure (%s) every request fails, a new key's too (%s)", first.short(), fresh.short())
 		}
 	default:
 		t.fail("the retry after the failure (%s) got %s, not 201", first.short(), got.short())
 	}
 }
 
-// crashOnStore kills the server while it writes its answer to its own
-// tables: the grader holds a SHARE lock on them, which that write waits
-// on. Stored in the transfer's own transaction, the answer and the
-// transfer die together; stored in a second one, the transfer has
+// crashOnStore checks the lesson's rule 4, the answer stored in the
+// transfer's own transaction, for any key store. PostgreSQL is the
+// witness: the row versions a transaction writes carry its id (xmin), so
+// after a plain transfer some row of the server's own tables must carry
+// the id of the transaction that inserted the transfers row. Then, where
+// the answer is written to the server's tables, the grader kills the
+// server while it writes it (holding a SHARE lock on them, which that
+// write waits on): stored in the transfer's transaction, the answer and
+// the transfer die together; stored in a second one, the transfer has
 // already committed, and the retry makes it again.
 func crashOnStore(t *trial) {
+	sameTx := t.answerInTransfersTransaction()
+	if t.res.Verdict == Fail {
+		return
+	}
 	r := t.adaPaysBola("grade-storecrash-01")
 	_, p, release, ok := t.blockOnAdasRow(r, "the transfer")
 	defer release()
@@ -427,12 +491,6 @@ func crashOnStore(t *trial) {
 		return
 	}
 	tables := t.ownTables()
-	if len(tables) == 0 {
-		release()
-		t.await(p, 10*time.Second)
-		t.notApplicable("the server keeps no table of its own in the database, so it stores no answer there to be caught storing (the restart check tests where keys live)")
-		return
-	}
 	list := strings.Join(tables, ", ")
 	them, unlock, err := t.hold("SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN SHARE MODE")
 	if err != nil {
@@ -440,10 +498,11 @@ func crashOnStore(t *trial) {
 		t.await(p, 10*time.Second)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
-			t.notApplicable("the server's transaction writes to its own tables (%s) before its transfer, so the grader cannot let the transfer through while holding its answer back", list)
+			t.note("the server's transaction writes to its own tables (%s) before its transfer, so the grader cannot let the transfer through while holding its answer back", list)
 		} else {
-			t.notApplicable("the grader could not lock the server's own tables (%s): %v", list, err)
+			t.note("the grader could not lock the server's own tables (%s): %v", list, err)
 		}
+		t.passed("%s; no kill could be timed while it stores it", sameTx)
 		return
 	}
 	defer unlock()
@@ -454,7 +513,8 @@ func crashOnStore(t *trial) {
 	if storing == 0 {
 		unlock()
 		got, _ := t.await(p, 10*time.Second)
-		t.notApplicable("the transfer finished (%s) without writing to the server's own tables after it, so there was no storing to crash in", got.short())
+		t.note("the transfer finished (%s) without writing to the server's own tables after it", got.short())
+		t.passed("%s; nothing is written after the transfer, so there was no storing to kill it in", sameTx)
 		return
 	}
 	done := t.count(1, 2, tenThousand)
@@ -470,19 +530,64 @@ func crashOnStore(t *trial) {
 	t.must(t.servers[0].restart(t.ctx))
 	t.note("the server is started again")
 	if done > 0 {
-		t.fail("the transfer had committed before its answer was stored, in a transaction of its own: the crash in between left a done transfer with no stored answer")
+		t.failAs(mSecondTransaction, "the transfer had committed before its answer was stored, in a transaction of its own: the crash in between left a done transfer with no stored answer")
 	}
-	if t.retryGetsStored(r, t.cfg.LockTTL+5*time.Second, "the crash") {
+	if t.retryGetsStored(r, t.cfg.LockTTL+5*time.Second, "the crash", mSecondTransaction) {
 		t.passed("killed while storing its answer, the server had not committed the transfer either; the retry got 201; money moved once")
 	}
 }
 
+// answerInTransfersTransaction makes a plain transfer and looks, through
+// xmin, for a row of the server's own that the same transaction wrote
+// (or a column of its own on the transfers row). It fails the check when
+// there is none: wherever the answer is kept, it is not kept in the
+// transfer's transaction. Otherwise it returns what it found.
+func (t *trial) answerInTransfersTransaction() string {
+	t.intent("Ada's ₦100 to Bola", 1, 2, 10_000, 1)
+	got := t.send(request{user: "ada", key: "grade-storexmin-001", body: body(1, 2, 10_000)})
+	if got.Status != 201 {
+		t.fail("a plain transfer got %s, not 201", got.short())
+		return ""
+	}
+	var xid string
+	var columns int
+	t.must(t.db.QueryRow(t.ctx, "SELECT xmin::text FROM transfers WHERE amount_kobo = 10000 ORDER BY id LIMIT 1").Scan(&xid))
+	t.must(t.db.QueryRow(t.ctx, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'transfers'").Scan(&columns))
+	if columns > 4 {
+		return fmt.Sprintf("the transfers row carries the server's own columns, written with it in transaction %s", xid)
+	}
+	tables := t.ownTables()
+	for _, table := range tables {
+		var n int
+		t.must(t.db.QueryRow(t.ctx, "SELECT count(*) FROM "+table+" WHERE xmin::text = $1", xid).Scan(&n))
+		if n > 0 {
+			t.note("the transfer's transaction (%s) also wrote %d row(s) of %s: the answer is stored with the transfer", xid, n, table)
+			return "the answer is stored in the transfer's own transaction"
+		}
+	}
+	switch {
+	case len(tables) == 0:
+		t.failAs(mSecondTransaction, "the server keeps no table of its own in the database, so its answer cannot be stored in the transfer's transaction (transaction %s wrote the transfer and nothing else): a crash after that commit and before the answer is kept leaves the retry to transfer again", xid)
+	case len(t.rowsNaming("grade-storexmin-001")) == 0:
+		t.failAs(mSecondTransaction, "no row of the server's own tables (%s) names the key grade-storexmin-001, so its answer is not kept in the database, let alone in the transfer's transaction (%s): a crash after that commit and before the answer is kept leaves the retry to transfer again", strings.Join(tables, ", "), xid)
+	default:
+		t.failAs(mSecondTransaction, "no row of the server's own tables (%s) was written by the transaction that made the transfer (%s): the answer is stored in another transaction, or not in the database, so a crash between the two leaves the retry to transfer again", strings.Join(tables, ", "), xid)
+	}
+	t.note("(the grader cannot stop a server between its commit and a write it does elsewhere, so the double transfer itself is shown by bank mistake second-transaction, not here)")
+	return ""
+}
+
+// pause freezes server A inside its transfer and sends copies to server
+// B: one while A's lock is valid (B must see A's key, and refuse with
+// 409), and one once it has expired (B takes the key over; when A wakes,
+// its fencing token must refuse its late work).
 func pause(t *trial) {
 	if runtime.GOOS == "windows" {
 		t.notApplicable("pausing a process needs SIGSTOP, which Windows does not have")
 		return
 	}
 	r := t.adaPaysBola("grade-pause-000001")
+	sent := time.Now() // A's claim, and its lock, come after this
 	a, pa, release, ok := t.blockOnAdasRow(r, "server A's transfer")
 	defer release()
 	if !ok {
@@ -492,6 +597,13 @@ func pause(t *trial) {
 	A := t.servers[0]
 	t.must(A.g.Pause())
 	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			t.must(A.g.Resume())
+			t.note("server A is resumed")
+		}
+	}
 	defer func() {
 		if !resumed {
 			A.g.Resume()
@@ -500,10 +612,13 @@ func pause(t *trial) {
 	t.note("server A's session waits on Ada's row: server A is paused (SIGSTOP)")
 	release()
 	t.note("the grader lets go of the row: A's transaction goes on in PostgreSQL, with A itself frozen")
-	time.Sleep(time.Until(claimed.Add(t.cfg.LockTTL + 300*time.Millisecond)))
-	t.note("%s later, past A's lock (LOCK_TTL_MS=%d), the retry goes to server B", t.cfg.LockTTL+300*time.Millisecond, t.cfg.LockTTL.Milliseconds())
 	rb := r
 	rb.server = 1
+	if !t.copyToBWhileLocked(rb, a, sent, resume, pa) {
+		return
+	}
+	time.Sleep(time.Until(claimed.Add(t.cfg.LockTTL + 300*time.Millisecond)))
+	t.note("%s later, past A's lock (LOCK_TTL_MS=%d), the retry goes to server B", t.cfg.LockTTL+300*time.Millisecond, t.cfg.LockTTL.Milliseconds())
 	pb := t.async(rb)
 	tookOver := t.waitBlocked(a, pb, 5*time.Second) != 0
 	early := reply{} // B's answer, when it came without waiting on A
@@ -518,17 +633,14 @@ func pause(t *trial) {
 		// Still locked: give it until the bound, then let A go on.
 		got, ok := t.settle(rb, 3*time.Second)
 		if !ok {
-			A.g.Resume()
-			resumed = true
+			resume()
 			t.await(pa, 15*time.Second)
 			t.settle(rb, t.cfg.LockTTL+5*time.Second)
 			t.notApplicable("server B refused the retry (%s) while A was frozen, long after A's lock should have expired: the lock was never taken over, so fencing was not exercised (the crash check tests expiry)", got.short())
 			return
 		}
 	}
-	t.must(A.g.Resume())
-	resumed = true
-	t.note("server A is resumed")
+	resume()
 	t.await(pa, 15*time.Second)
 	if tookOver {
 		t.await(pb, 15*time.Second)
@@ -537,7 +649,10 @@ func pause(t *trial) {
 	if !ok || got.Status != 201 {
 		t.fail("the retry to server B ended with %s, not 201", got.short())
 	}
-	if n := t.count(1, 2, tenThousand); n > 1 {
+	if n := t.count(1, 2, tenThousand); n > 1 && tookOver {
+		t.failAs(mNoFencing, "server A, resumed after server B had taken its expired key over, still committed its transfer, and B made another: money moved %s", bank.Times(n))
+		return
+	} else if n > 1 {
 		t.fail("server A, resumed after the retry had gone to server B, still committed its transfer, and B made another: money moved %s", bank.Times(n))
 		return
 	}
@@ -548,6 +663,70 @@ func pause(t *trial) {
 	t.passed("A's late work was refused once B had taken the key over; money moved once")
 }
 
+// copyToBWhileLocked sends a copy to server B while A still holds a lock
+// that cannot have expired. B must see A's key and answer 409 at once.
+// A B that runs the transfer instead (and waits on the Ada's row A's
+// transaction holds) never saw the key: keys are not shared. It reports
+// whether the check should go on to the takeover.
+func (t *trial) copyToBWhileLocked(rb request, a int, sent time.Time, resume func(), pa *pending) bool {
+	if t.cfg.LockTTL < time.Second {
+		t.note("(LOCK_TTL_MS is under a second: no copy is sent to server B while A's lock holds)")
+		return true
+	}
+	pc := t.async(rb)
+	waiter := t.waitBlocked(a, pc, t.cfg.LockTTL/3)
+	if waiter != 0 && time.Since(sent) >= t.cfg.LockTTL {
+		// B may have taken an expired lock over, as it should: the
+		// machine was too slow for this copy to tell anything.
+		t.must(&unsureError{"the copy to server B came after A's lock could have expired, too late to tell whether B saw A's key"})
+	}
+	if waiter != 0 {
+		var query string
+		t.must(t.db.QueryRow(t.ctx, "SELECT COALESCE(query, '') FROM pg_stat_activity WHERE pid = $1", waiter).Scan(&query))
+		onKeys := false
+		for _, table := range t.ownTables() {
+			name := table[strings.LastIndex(table, ".")+1:]
+			if strings.Contains(strings.ToLower(query), strings.ToLower(strings.Trim(name, `"`))) {
+				onKeys = true
+			}
+		}
+		resume()
+		t.await(pa, 15*time.Second)
+		t.await(pc, 15*time.Second)
+		got, _ := t.settle(rb, t.cfg.LockTTL+5*time.Second)
+		n := t.count(1, 2, tenThousand)
+		switch {
+		case !onKeys:
+			t.note("a copy sent to server B while A's lock was valid did not get 409: B ran the transfer, and waited on the Ada's row A's transaction holds (B's statement: %s)", oneLine(query))
+			t.failAs(mKeysNotShared, "server B never saw the key server A had claimed: its copy ran the transfer instead of getting 409, and money moved %s (the last reply: %s)", bank.Times(n), got.short())
+		case n > 1:
+			t.fail("a copy sent to server B while A's lock was valid waited on A's key and then ran the transfer again: money moved %s", bank.Times(n))
+		default:
+			t.note("a copy sent to server B while A's lock was valid waited on A's transaction at the server's key table (B's statement: %s), then got %s", oneLine(query), got.short())
+			t.notApplicable("the claim is not committed before the work, so a copy waits on the first request instead of getting 409 and no lock is left to take over: fencing was not put to the test")
+		}
+		return false
+	}
+	got, answered := t.await(pc, t.cfg.LockTTL/3)
+	switch {
+	case answered && got.Status == 409:
+		t.note("a copy sent to server B while A's lock was valid got 409: B sees A's key")
+	case !answered:
+		t.note("a copy sent to server B while A's lock was valid got no answer within %s", t.cfg.LockTTL/3)
+	default:
+		t.note("a copy sent to server B while A's lock was valid got %s", got.short())
+	}
+	return true
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "…"
+	}
+	return s
+}
+
 func restart(t *trial) {
 	r := t.adaPaysBola("grade-restart-00001")
 	first := t.send(r)
@@ -555,10 +734,14 @@ func restart(t *trial) {
 		t.fail("the first request got %s, not 201", first.short())
 		return
 	}
+	if before := t.send(r); before.Status == 201 && t.count(1, 2, tenThousand) > 1 {
+		t.failAs(mNoIdempotency, "even before the restart, a copy ran the transfer again: the server does not keep the key at all")
+		return
+	}
 	t.servers[0].stop()
 	t.must(t.servers[0].restart(t.ctx))
 	t.note("the server is stopped (SIGTERM) and started again")
-	if t.retryGetsStored(r, 10*time.Second, "the restart") {
+	if t.retryGetsStored(r, 10*time.Second, "the restart", mMemoryKeys) {
 		t.passed("after the restart the copy got the stored 201; money moved once")
 	}
 }
@@ -571,7 +754,7 @@ func lookup(t *trial) {
 		Status string `json:"status"`
 	}
 	if got.Status != 200 || json.Unmarshal([]byte(got.Body), &rec) != nil || rec.Status != "completed" {
-		t.fail(`asking about a completed key got %s, not 200 with "status":"completed"`, got.short())
+		t.failAs(mNoLookup, `asking about a completed key got %s, not 200 with "status":"completed"`, got.short())
 		return
 	}
 	if unknown := t.get("ada", "/transfers?key=grade-never-sent-0001"); unknown.Status != 404 {

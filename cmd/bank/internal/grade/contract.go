@@ -33,25 +33,65 @@ Start-up
   have moved money once (or never, when it was refused).
 
 POST /transfers
-  Authorization: Bearer token-ada | token-bola | token-chidi  (users 1, 2, 3;
-                 user N owns account N)
-  Idempotency-Key: 16 to 64 letters, digits, - or _
-  Body: {"from":1,"to":2,"amountKobo":1000000}  (keys in any order)
+  Request (the grader sends exactly this shape):
+    Authorization: Bearer token-ada | token-bola | token-chidi
+                   (users 1, 2, 3; user N owns account N)
+    Idempotency-Key: 16 to 64 letters, digits, - or _ (the grader's keys
+                   look like grade-plain-0000001), sent bare, unquoted
+    Content-Type: application/json
+    Body: {"from":1,"to":2,"amountKobo":1000000}  (the same request may
+          come again with its keys in another order, or other spacing)
 
-  201  the transfer: {"transferId":…,"from":1,"to":2,"amountKobo":1000000,…}
-       transferId is the transfers row's id
-  201  with Idempotent-Replayed: true: a copy of a completed request, the
-       same body as the first answer
-  409  with Retry-After: a copy while the first is still in progress
-  422  the key was used for a different request (refused; no money moves)
-  422  a refusal, such as insufficient funds: stored under the key and
-       replayed to every copy, never run again
-  400  no Idempotency-Key
-  5xx  something broke: nothing moved, and the key is free to retry
+  Answers. R: required, checked; r: recommended, checked by a check marked
+  (recommended); -: not checked, but the lesson's API does it.
+  R 201  a transfer made: a JSON object with at least
+         {"transferId":N,"from":1,"to":2,"amountKobo":1000000}, where
+         transferId is the id of the transfers row it inserted
+  R      the same key and the same request again (a retry, or a copy):
+         the first answer's status and body again, never a second
+         transfer; a refusal (below) is replayed the same way
+  r      on a replay, the header Idempotent-Replayed: true
+  R 409  a copy that arrives while the first is still being processed;
+         the grader retries it (Retry-After: 1 is the lesson's, and the
+         grader honours it, but does not require it)
+  R 422  the same key with a different request: refused, no money moves
+         (any 4xx but 409 and 429 is accepted; 422 is the lesson's)
+  R 422  a business refusal (insufficient funds, a frozen account, …):
+         the request's real answer, stored under its key and replayed to
+         every copy, never run again (any 4xx but 409 and 429 is accepted)
+  R 400  no Idempotency-Key
+  R 5xx  something broke (the grader cancels your statement to see it):
+         nothing moved, nothing stored under the key, so a retry with the
+         same key makes the transfer
+  - 401  no or unknown bearer token
+  - 404  an account that does not exist or is not the user's
+  Error bodies: any JSON; the lesson's is {"error":"code","message":"…"},
+  and RFC 9457 problem details are fine too. The grader reads statuses,
+  the Idempotent-Replayed header and transferId, and compares a replayed
+  body with the first as JSON values (key order and spacing do not count).
 
-GET /transfers?key=KEY   (recommended)
-  200 {"key":…,"status":"completed"|"in_progress",…} for a key it has,
-  404 for a key it never got.
+  What the checks require of where and how keys are kept:
+  R  keys scoped to their user: (user, key), not key alone
+  R  a fingerprint of the request (method, path and body with its keys
+     sorted) kept with the key; a different request under it is refused
+  R  claimed atomically (INSERT … ON CONFLICT DO NOTHING, or the like):
+     of many copies at once, exactly one runs
+  R  kept where every instance sees it and a restart does not lose it:
+     two instances share one database, and a copy may reach either
+  R  the answer stored in the same database transaction as the transfer
+     (checked from PostgreSQL: some row your server writes must be
+     written by the transaction that inserted the transfers row, or a
+     crash between two commits makes the retry transfer again)
+  R  a claim's lock expires after LOCK_TTL_MS, so that a retry after a
+     crash takes the key over and makes the transfer
+  R  a fencing token: completing a key checks, inside the transfer's
+     transaction, that this request still holds the lock; a server that
+     lost its lock to a takeover rolls its transfer back
+
+GET /transfers?key=KEY   (r: the lookup check)
+  200 {"key":"…","status":"completed"|"in_progress", …} for a key of the
+      user's; a completed one may add "responseStatus" and "responseBody"
+  404 for a key the user never sent
 
 How the faults are thrown: through PostgreSQL and signals, with no hook in
 your code. The grader locks Ada's account row (or holds a SHARE lock on

@@ -53,7 +53,8 @@ type Result struct {
 	Required  bool     `json:"required"`
 	Verdict   string   `json:"verdict"`
 	Why       string   `json:"why"`
-	LooksLike string   `json:"looksLike,omitempty"` // on a failure: the lesson's mistake it resembles
+	Mistake   string   `json:"mistake,omitempty"`   // on a failure the evidence fits: the lesson's mistake, by name
+	LooksLike string   `json:"looksLike,omitempty"` // and in the lesson's words
 	See       string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
 	Evidence  []string `json:"evidence"`
 }
@@ -66,13 +67,12 @@ type Report struct {
 
 // Check is one fault the grader throws, and what a good server does.
 type Check struct {
-	Name      string
-	Title     string
-	Required  bool
-	Servers   int    // instances of the server the check needs (1 or 2)
-	LooksLike string // what a failure most likely is, in the lesson's terms
-	See       string // the lab command that shows it done right
-	run       func(t *trial)
+	Name     string
+	Title    string
+	Required bool
+	Servers  int    // instances of the server the check needs (1 or 2)
+	See      string // the lab command that shows it done right
+	run      func(t *trial)
 }
 
 // Names lists the checks, in the order they run.
@@ -156,15 +156,15 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 	if res.Verdict != NA {
 		t.invariants()
 	}
+	// A failure names a mistake only where its evidence fits one (the
+	// check said so with failAs); the command that shows the check's
+	// subject done right is given either way.
 	if res.Verdict == Fail {
-		if res.LooksLike == "" {
-			res.LooksLike = c.LooksLike
-		}
 		if res.See == "" {
 			res.See = c.See
 		}
 	} else {
-		res.LooksLike, res.See = "", ""
+		res.Mistake, res.LooksLike, res.See = "", "", ""
 	}
 	return res, nil
 }

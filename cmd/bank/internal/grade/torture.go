@@ -2,10 +2,13 @@ package grade
 
 import (
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 	mrand "math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
@@ -23,12 +26,13 @@ var tortureFaults = []string{"duplicate", "concurrent-duplicate", "other-replica
 // through the grader's proxies, which lose one reply in five.
 func tortureRun(t *trial) {
 	var mu sync.Mutex
+	var settling atomic.Bool // the faults are over: the network heals too
 	rnd := mrand.New(mrand.NewPCG(1, 2))
 	for _, p := range t.proxies {
 		p.loseRate = func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			return rnd.Float64() < 0.2
+			return !settling.Load() && rnd.Float64() < 0.2
 		}
 	}
 	replicas := make([]torture.Replica, len(t.servers))
@@ -41,7 +45,8 @@ func tortureRun(t *trial) {
 		Faults: tortureFaults, Duration: 20 * time.Second, Opaque: true,
 		// As the crash check: once its lock has expired, a retry must get
 		// through; a key still refused 5 s later is stuck.
-		Settle: t.cfg.LockTTL + 5*time.Second,
+		Settle:     t.cfg.LockTTL + 5*time.Second,
+		FaultsOver: func() { settling.Store(true) },
 	})
 	t.must(err)
 	var faults []string
@@ -49,12 +54,21 @@ func tortureRun(t *trial) {
 		faults = append(faults, fmt.Sprintf("%s %d", f, rep.Faults[f]))
 	}
 	t.note("%d intents, seed 1; faults: %s", rep.Intents, strings.Join(faults, ", "))
+	t.note("once the faults stopped (no more kills, no lost replies), every intent was sent again under its key until answered, for at most %s", t.cfg.LockTTL+5*time.Second)
 	for i, v := range rep.Violations {
 		if i == 10 {
 			t.note("… and %d more", len(rep.Violations)-10)
 			break
 		}
 		t.note("%s", v)
+	}
+	for i, key := range rep.Offending {
+		if i == 3 {
+			break
+		}
+		for _, row := range t.rowsNaming(key) {
+			t.note("the server's own row for %s: %s", key, row)
+		}
 	}
 	switch rep.Verdict {
 	case "valid":
@@ -83,4 +97,28 @@ func (r *replica) Resume() error  { return r.t.servers[r.i].g.Resume() }
 func (r *replica) Name() string   { return "" }
 func (r *replica) Metrics() map[string]int64 {
 	return map[string]int64{"bank_lost_responses_total": r.t.proxies[r.i].lost.Load()}
+}
+
+// rowsNaming are the rows of the server's own tables that mention key,
+// as JSON: what the server itself recorded of a request that went wrong.
+func (t *trial) rowsNaming(key string) []string {
+	var rows []string
+	for _, table := range t.ownTables() {
+		found, err := t.db.Query(t.ctx, "SELECT to_jsonb(r)::text FROM "+table+" r WHERE strpos(to_jsonb(r)::text, $1) > 0 LIMIT 3", key)
+		var texts []string
+		if err == nil {
+			texts, err = pgx.CollectRows(found, pgx.RowTo[string])
+		}
+		if err != nil {
+			rows = append(rows, fmt.Sprintf("%s (the grader could not read it: %v)", table, err))
+			continue
+		}
+		for _, text := range texts {
+			if r := []rune(text); len(r) > 300 {
+				text = string(r[:300]) + "…"
+			}
+			rows = append(rows, table+" "+text)
+		}
+	}
+	return rows
 }

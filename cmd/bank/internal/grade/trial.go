@@ -81,10 +81,11 @@ func (t *trial) fail(format string, args ...any) {
 	t.note("FAIL: %s", why)
 }
 
-// failAs is fail with the mistake it looks like and where to see the fix.
-func (t *trial) failAs(looksLike, see, format string, args ...any) {
+// failAs is fail with the lesson's mistake the evidence fits, and where
+// to see it done right.
+func (t *trial) failAs(m mistake, format string, args ...any) {
 	if t.res.Verdict != Fail {
-		t.res.LooksLike, t.res.See = looksLike, see
+		t.res.Mistake, t.res.LooksLike, t.res.See = m.Name, m.Text, m.See
 	}
 	t.fail(format, args...)
 }

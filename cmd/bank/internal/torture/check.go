@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // check reads the final database and the journal and verifies every
@@ -43,17 +45,27 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 	}
 	for rows.Next() {
 		var id, amount int64
-		rows.Scan(&id, &amount)
+		if err := rows.Scan(&id, &amount); err != nil {
+			rows.Close()
+			fail("", "reading transfers: %v", err)
+			return rep
+		}
 		count[amount]++
 		ids[amount] = append(ids[amount], id)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		fail("", "reading transfers: %v", err)
+		return rep
+	}
 	if !r.cfg.Opaque { // an opaque server's keys are its own business
 		var stuck int
-		r.cfg.DB.QueryRow(ctx, "SELECT count(*) FROM idempotency_keys WHERE status = 'in_progress'").Scan(&stuck)
-		if stuck == 0 {
+		switch err := r.cfg.DB.QueryRow(ctx, "SELECT count(*) FROM idempotency_keys WHERE status = 'in_progress'").Scan(&stuck); {
+		case err != nil:
+			fail("", "reading the keys left in progress: %v", err)
+		case stuck == 0:
 			pass("no key left in progress")
-		} else {
+		default:
 			fail("", "%d keys still in progress after the faults stopped", stuck)
 		}
 	}
@@ -91,7 +103,7 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 		same := true
 		for _, a := range in.replies {
 			if a.Kind == "changed-body" {
-				fail(in.key, "%s: the same key with a changed body got %d, not 422", in.key, a.Status)
+				fail(in.key, "%s: the same key with a changed body got %d, not a refusal (422): %s", in.key, a.Status, a.Body)
 				continue
 			}
 			if a.Status/100 == 2 {
@@ -125,7 +137,7 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 			}
 		}
 		if !in.resolved {
-			fail(in.key, "%s did not resolve after the faults stopped", in.key)
+			fail(in.key, "%s did not resolve after the faults stopped: %s", in.key, in.settleStory())
 		} else {
 			pass("every intent resolved")
 		}
@@ -151,4 +163,48 @@ func normalize(body string) []byte {
 	}
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// settleStory says what the settle phase did with an intent that never
+// resolved: how often it was sent again (or looked up), and the last
+// answers, so that "did not resolve" comes with its evidence.
+func (in *intent) settleStory() string {
+	if in.settleTries == 0 {
+		return "the settle phase never got to it"
+	}
+	var last []string
+	for _, a := range in.settleLast {
+		last = append(last, a.short())
+	}
+	return fmt.Sprintf("settling tried it %s, and the last answers were %s", times(in.settleTries), strings.Join(last, ", "))
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// short is an attempt in a few words: its kind when it was not a plain
+// send, its status (or "no answer") and the error code of its body.
+func (a attempt) short() string {
+	s := strconv.Itoa(a.Status)
+	if a.Status == 0 {
+		s = "no answer"
+	}
+	if a.Kind == "lookup" {
+		s = "lookup " + s
+		if strings.Contains(a.Body, "in_progress") {
+			s += " in_progress"
+		}
+		return s
+	}
+	var body struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(a.Body), &body) == nil && body.Error != "" {
+		s += " " + body.Error
+	}
+	return s
 }

@@ -116,7 +116,9 @@ func (r *run) drive(ctx context.Context, rnd *mrand.Rand, in *intent) {
 		r.count("changed-body")
 		changed := strings.Replace(in.body, fmt.Sprintf(`"amountKobo":%d`, in.amount), fmt.Sprintf(`"amountKobo":%d`, in.amount+1_000_000), 1)
 		a := r.send(ctx, replica, in.key, changed, "changed-body")
-		if a.Status != 0 && a.Status != 422 && a.Status != 409 && a.Status < 500 {
+		// Any refusal will do (the lesson's is 422), or a 409 while the
+		// first is in progress; an answer that accepts it is wrong.
+		if a.Status/100 == 2 || a.Status/100 == 3 {
 			r.mu.Lock()
 			in.replies = append(in.replies, attempt{Key: in.key, Kind: "changed-body", Status: a.Status, Body: a.Body})
 			r.mu.Unlock()
@@ -205,19 +207,30 @@ func (r *run) note(s string) {
 	}
 }
 
-// resolve settles an intent after the faults: ask what happened, and
-// send again only when the server never got it. (An opaque server is not
-// asked: the intent is sent again, under its key, which is safe.)
-func (r *run) resolve(ctx context.Context, in *intent, deadline time.Time) error {
+// resolve settles an intent after the faults, as a real client would:
+// ask what happened, and send it again (under its key, which is safe)
+// when the server never got it, or when it is still in progress after a
+// lock could have expired: a lock left by a killed server is taken over
+// only by a new request with the key, never by waiting. (An opaque server
+// is not asked: the intent is sent again until it is answered.)
+func (r *run) resolve(ctx context.Context, in *intent, faultsOver, deadline time.Time) {
 	if r.cfg.Opaque {
-		return r.resend(ctx, in, deadline)
+		r.resend(ctx, in, deadline)
+		return
 	}
 	for i := 0; i == 0 || time.Now().Before(deadline); i++ { // one try at least, even after the deadline
+		if ctx.Err() != nil {
+			return
+		}
 		rp := r.cfg.Replicas[i%len(r.cfg.Replicas)]
 		c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: r.http}
 		state, body, err := c.Lookup(ctx, in.key)
 		switch {
-		case err != nil, state == "in_progress":
+		case err != nil:
+			r.settleNote(in, attempt{Key: in.key, Kind: "lookup", Network: "no answer"})
+			time.Sleep(100 * time.Millisecond)
+		case state == "in_progress" && time.Since(faultsOver) < r.cfg.LockTTL:
+			r.settleNote(in, attempt{Key: in.key, Kind: "lookup", Status: 200, Body: `{"status":"in_progress"}`})
 			time.Sleep(100 * time.Millisecond)
 		case state == "completed":
 			var rec struct {
@@ -229,33 +242,34 @@ func (r *run) resolve(ctx context.Context, in *intent, deadline time.Time) error
 			r.record(a)
 			r.keep(in, a)
 			in.resolved = true
-			return nil
-		default: // never received, or released: send it again
+			return
+		default: // never received, released, or in progress past any lock: send it again
 			if r.sendAgain(ctx, i, in) {
-				return nil
+				return
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	return nil // unresolved: the checker reports it
+	// unresolved: the checker reports it, with what the settling saw
 }
 
 // resend settles an intent by sending it again until it is answered.
-func (r *run) resend(ctx context.Context, in *intent, deadline time.Time) error {
+func (r *run) resend(ctx context.Context, in *intent, deadline time.Time) {
 	for i := 0; i == 0 || time.Now().Before(deadline); i++ { // one try at least, even after the deadline
-		if r.sendAgain(ctx, i, in) {
-			return nil
+		if ctx.Err() != nil || r.sendAgain(ctx, i, in) {
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return nil // unresolved: the checker reports it
+	// unresolved: the checker reports it, with what the settling saw
 }
 
 // sendAgain sends an intent once more, to replica i, and reports whether
 // the answer settled it.
 func (r *run) sendAgain(ctx context.Context, i int, in *intent) bool {
-	a := r.send(ctx, i, in.key, in.body, "send")
+	a := r.send(ctx, i, in.key, in.body, "settle")
 	r.keep(in, a)
+	r.settleNote(in, a)
 	if a.Status >= 500 {
 		r.mu.Lock()
 		r.late5xx = append(r.late5xx, in.key)
@@ -265,4 +279,15 @@ func (r *run) sendAgain(ctx context.Context, i int, in *intent) bool {
 		in.resolved = true
 	}
 	return in.resolved
+}
+
+// settleNote keeps what the settle phase saw of an intent: how many
+// tries, and the last few answers, for the report of one that never
+// resolved.
+func (r *run) settleNote(in *intent, a attempt) {
+	in.settleTries++
+	in.settleLast = append(in.settleLast, a)
+	if len(in.settleLast) > 4 {
+		in.settleLast = in.settleLast[1:]
+	}
 }

@@ -54,6 +54,10 @@ type Config struct {
 	// Settle bounds the time every intent has to resolve once the faults
 	// stop; 0 means the lock's TTL plus 15 s.
 	Settle time.Duration
+	// FaultsOver, if set, is called once the load and the faults have
+	// stopped, before the intents settle (bank grade's proxies stop
+	// losing replies then).
+	FaultsOver func()
 
 	// Opaque servers are not the lab's (bank grade): the run reads no key
 	// table and no session names, every intent goes from Ada's account to
@@ -84,6 +88,11 @@ type intent struct {
 	body     string
 	replies  []attempt // definitive replies (not network errors, not 409/5xx)
 	resolved bool
+	// What the settle phase sent and saw, for an intent that never
+	// resolved: how many tries, and the last few answers.
+	settleTries int
+	settleLast  []attempt
+	last        attempt // the last answer to any send of it
 }
 
 // Report is the verdict and its evidence.
@@ -226,16 +235,36 @@ dispatch:
 	stopLive()
 	lastFault := time.Now()
 
-	// Resolution: every intent must settle through the key lookup.
+	if cfg.FaultsOver != nil {
+		cfg.FaultsOver()
+	}
+
+	// Resolution: every intent must settle, each on its own, side by side
+	// (as the clients that sent them would), within one bound from the
+	// moment the faults stopped.
 	settle := cfg.Settle
 	if settle == 0 {
 		settle = cfg.LockTTL + 15*time.Second
 	}
 	deadline := lastFault.Add(settle)
+	todo := make(chan *intent)
+	var settlers sync.WaitGroup
+	for c := 0; c < max(1, cfg.Clients); c++ {
+		settlers.Add(1)
+		go func() {
+			defer settlers.Done()
+			for in := range todo {
+				r.resolve(ctx, in, lastFault, deadline)
+			}
+		}()
+	}
 	for _, in := range r.intents {
-		if err := r.resolve(ctx, in, deadline); err != nil {
-			return Report{}, err
-		}
+		todo <- in
+	}
+	close(todo)
+	settlers.Wait()
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
 	}
 	resolved := time.Since(lastFault)
 	rep := r.check(ctx, total0)

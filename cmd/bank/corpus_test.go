@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
+)
+
+// The grader is a judge, and a judge is proven on code its author did not
+// write. testdata/grade holds servers written from bank grade --contract
+// alone, by other hands, in Python, Go and Node.js: correct ones, which
+// must pass every check, and ones with one mistake each (switched on by an
+// environment variable), which must fail the checks that mistake breaks,
+// naming it, and pass the rest. Some keep their keys outside PostgreSQL
+// (in Redis, or in memory).
+//
+// In CI (BANK_REQUIRE_CORPUS, set by .ci/run) every language must be
+// there; elsewhere a missing one is skipped, loudly.
+
+func corpusDir(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "grade", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// corpusMissing skips the test, or fails it where the corpus is required.
+func corpusMissing(t *testing.T, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	if os.Getenv("BANK_REQUIRE_CORPUS") != "" {
+		t.Fatalf("%s, and this run requires the whole corpus (BANK_REQUIRE_CORPUS)", why)
+	}
+	t.Skipf("CORPUS SERVER NOT GRADED: %s", why)
+}
+
+// python is a Python 3 that has psycopg 3 (the first python3 on PATH may
+// not: Debian's python3-psycopg is for /usr/bin/python3).
+func python(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(p)
+		if err == nil && exec.Command(path, "-c", "import psycopg").Run() == nil {
+			return path
+		}
+	}
+	corpusMissing(t, "no python3 with psycopg 3 (install python3-psycopg)")
+	return ""
+}
+
+// node is Node.js, with the npm packages of the corpus directory dir
+// installed (make test runs npm ci there).
+func node(t *testing.T, dir string, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json"))
+	}
+	if err != nil {
+		corpusMissing(t, "Node.js or its packages are missing in %s (%v): install nodejs and npm, then make test runs npm ci", dir, err)
+	}
+	return path
+}
+
+// goServer builds the Go server of the corpus into a temporary directory.
+func goServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "server")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = corpusDir(t, "go-server")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the Go server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// redis starts a Redis of the test's own on a free loopback port, with
+// nothing kept on disk, and returns its URL. It dies with the test.
+func redis(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		corpusMissing(t, "no redis-server (install redis-server)")
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		l.Close()
+		cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+		g, err := procs.StartGroup(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(g.Kill)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			select {
+			case <-g.Exited():
+				deadline = time.Now() // the port was taken: another try
+				continue
+			default:
+			}
+			if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+				c.Close()
+				return "redis://127.0.0.1:" + port
+			}
+		}
+		g.Kill()
+	}
+	t.Fatal("redis-server did not start")
+	return ""
+}
+
+func TestGradeCorpusCorrectServers(t *testing.T) {
+	t.Parallel()
+	t.Run("python", func(t *testing.T) {
+		t.Parallel()
+		passesEveryCheck(t, python(t), filepath.Join(corpusDir(t, "python-server"), "server.py"))
+	})
+	t.Run("go", func(t *testing.T) {
+		t.Parallel()
+		passesEveryCheck(t, goServer(t))
+	})
+}
+
+// mistaken is what a server with one mistake must get: the checks that
+// fail, each with the mistake its evidence names ("" where none fits),
+// the checks that do not apply, and the ones left out because they
+// catch the mistake only when a race or a kill falls its way.
+type mistaken struct {
+	fail  map[string]string
+	na    []string
+	maybe []string
+}
+
+func TestGradeCorpusMistakes(t *testing.T) {
+	t.Parallel()
+	pythonModes := map[string]mistaken{
+		"memory-keys": {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": ""}},
+		// A request slower than its lock (as under load) also shows no
+		// fencing in torture; a kill between a commit and a write outside
+		// the transaction shows a second transaction. Torture catches these
+		// when its timing falls their way: it is not asserted for them.
+		"no-fencing": {fail: map[string]string{"pause": "no-fencing"}, maybe: []string{"torture"}},
+		"no-lock-expiry": {fail: map[string]string{"crash": "no-lock-expiry", "crash-on-store": "no-lock-expiry"},
+			na: []string{"pause"}, maybe: []string{"torture", "outage"}},
+		"second-transaction": {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "no-fencing"}, maybe: []string{"torture"}},
+		"replay-500":         {fail: map[string]string{"outage": "replay-500"}, maybe: []string{"torture"}},
+		"unscoped-keys":      {fail: map[string]string{"other-user": "unscoped-keys"}},
+		"no-fingerprint":     {fail: map[string]string{"other-body": "no-fingerprint"}, maybe: []string{"torture"}},
+		"raw-fingerprint":    {fail: map[string]string{"reordered": "raw-fingerprint"}, maybe: []string{"torture"}},
+		"check-then-insert":  {fail: map[string]string{"double-tap": "check-then-insert", "storm": "check-then-insert"}, maybe: []string{"torture"}},
+		// A copy refused as if it were another request: no mistake of the
+		// lesson's table, so the card says what it saw.
+		"refuse-copies": {fail: map[string]string{"lost-response": "", "replayed": "", "reordered": "", "refusal": "", "pause": "", "restart": "", "torture": ""},
+			maybe: []string{"storm", "double-tap", "other-body", "crash", "crash-on-store", "outage"}},
+		// 417 is a refusal too: the contract takes any 4xx but 409 and 429.
+		"changed-body-417": {},
+	}
+	for name, want := range pythonModes {
+		t.Run("python/"+name, func(t *testing.T) {
+			t.Parallel()
+			graded(t, want, "env", "MISTAKE="+name, python(t), filepath.Join(corpusDir(t, "python-mistakes"), "server.py"))
+		})
+	}
+	redisStores := map[string]mistaken{
+		// Claimed atomically, expired and fenced in Redis, but the answer
+		// is written after the transfer's commit.
+		"redis-after-commit": {fail: map[string]string{"crash-on-store": "second-transaction"}, maybe: []string{"torture"}},
+		// Keys outside PostgreSQL cannot be lined up: the race is only
+		// sampled by double-tap, storm and torture.
+		"redis-check-then-set": {fail: map[string]string{"crash-on-store": "second-transaction"}, maybe: []string{"double-tap", "storm", "torture"}},
+		"memory":               {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": ""}},
+	}
+	for name, want := range redisStores {
+		t.Run("node-redis/"+name, func(t *testing.T) {
+			t.Parallel()
+			dir := corpusDir(t, "node-redis")
+			nodejs := node(t, dir, "redis")
+			graded(t, want, "env", "STORE="+name, "REDIS_URL="+redis(t), nodejs, filepath.Join(dir, "server.js"))
+		})
+	}
+}
+
+// graded grades a server and checks its card against want.
+func graded(t *testing.T, want mistaken, server ...string) {
+	t.Helper()
+	rep, failed, out := gradeInTwo(t, want.maybe, server...)
+	if len(want.fail) > 0 && !failed {
+		t.Errorf("no check failed")
+	}
+	for check, got := range verdicts(rep) {
+		wanted := grade.Pass
+		_, mustFail := want.fail[check]
+		switch {
+		case mustFail:
+			wanted = grade.Fail
+		case slices.Contains(want.na, check):
+			wanted = grade.NA
+		}
+		if got != wanted {
+			t.Errorf("%s: %s, want %s", check, got, wanted)
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Verdict != grade.Fail {
+			continue
+		}
+		if mistake, ok := want.fail[r.Name]; ok && r.Mistake != mistake {
+			t.Errorf("%s fails naming the mistake %q, want %q: %s", r.Name, r.Mistake, mistake, r.Why)
+		}
+		if !strings.HasPrefix(r.See, "bank ") {
+			t.Errorf("%s fails without the command that shows it done right: %+v", r.Name, r)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+}
