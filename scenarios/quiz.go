@@ -22,7 +22,7 @@ type Question struct {
 	Line     string   // the transcript line that answers it starts with this
 	Nth      int      // which such line (0 for the first)
 	Pick     pick     // what to read from that line
-	Options  []string // the choices; the right one must be among them
+	Options  []string // the choices, at least 4; the right one must be among them
 	Why      string   // the explanation, said after the answer
 }
 
@@ -34,7 +34,16 @@ const (
 	pickSQLState             // the SQLSTATE named on the line
 	pickRest                 // everything after the prefix
 	pickTotal                // the bank's total on a balances line
+	pickRetry                // the client's "true" or "false", said as what it does
 )
+
+// retrySays is what the client does for each of should-retry's answers:
+// a question of "true" or "false" would be passed by guessing half the
+// time, so the quiz asks what happens, among four plausible moves.
+var retrySays = map[string]string{
+	"true":  "it retries, with the same key",
+	"false": "it gives up and shows the refusal",
+}
 
 var (
 	statusRE   = regexp.MustCompile(`\b([1-5]\d\d)\b`)
@@ -114,19 +123,32 @@ var Quiz = []Question{
 		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "The failure rolls the whole transaction back, debit included."},
 	{"http", "Over HTTP the server drops the first response after committing. What does the client's second attempt get?", "attempt 2:", 0, pickRest,
 		[]string{"201 replayed: false", "201 replayed: true", "409", "network error"}, "The same key: the stored answer, with Idempotent-Replayed: true."},
-	{"should-retry", "Does the lab's client retry a 422?", "422", 0, pickRest,
-		[]string{"true", "false"}, "422 will fail the same way every time; 409, 429 and 5xx may succeed later."},
+	{"should-retry", "The lab's client sends a transfer and gets 422 back. What does it do next?", "422", 0, pickRetry,
+		[]string{"it retries, with the same key", "it retries, with a new key", "it gives up and shows the refusal", "it asks GET /transfers?key= what happened"},
+		"422 will fail the same way every time; 409, 429 and 5xx may succeed later."},
 }
 
-// Draw picks n questions, without repeats, from the quiz with seed.
+// Draw picks n questions, without repeats, from the quiz with seed, and
+// shuffles each one's choices, so that no position is the right one more
+// often than another (in the bank, the right answer is often the second).
+// The same seed gives the same questions with their choices in the same
+// order; the bank itself is left as it is.
 func Draw(seed uint64, n int) []Question {
 	r := rand.New(rand.NewPCG(seed, 0x71756979))
 	idx := r.Perm(len(Quiz))[:min(n, len(Quiz))]
 	out := make([]Question, len(idx))
 	for i, j := range idx {
-		out[i] = Quiz[j]
+		q := Quiz[j]
+		q.Options = slices.Clone(q.Options)
+		r.Shuffle(len(q.Options), func(a, b int) { q.Options[a], q.Options[b] = q.Options[b], q.Options[a] })
+		out[i] = q
 	}
 	return out
+}
+
+// Choice is the number (from 1) of answer among q's choices, or 0.
+func (q Question) Choice(answer string) int {
+	return slices.Index(q.Options, answer) + 1
 }
 
 // Answers runs, once each, the scenarios the questions need, and reads
@@ -186,6 +208,8 @@ func (q Question) read(transcript string) (string, error) {
 			}
 		case pickRest:
 			got = after
+		case pickRetry:
+			got = retrySays[after]
 		}
 		if !slices.Contains(q.Options, got) {
 			return "", fmt.Errorf("quiz: %s printed %q for %q, which is not among the options %q", q.Scenario, got, q.Line, q.Options)

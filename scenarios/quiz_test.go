@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,13 +29,98 @@ func TestQuizAnswersComeFromTheRuns(t *testing.T) {
 	}
 }
 
-// TestDrawRepeatsWithItsSeed: a seed gives the same five, another seed
-// others, and no question twice in a draw.
+// TestQuizChoices: every question has at least four distinct choices, so
+// that none is a coin toss (a true-or-false question drawn once in a
+// five lets a fixed answer pass far more often).
+func TestQuizChoices(t *testing.T) {
+	for _, q := range Quiz {
+		seen := map[string]bool{}
+		for _, o := range q.Options {
+			seen[o] = true
+		}
+		if len(q.Options) < 4 || len(seen) != len(q.Options) {
+			t.Errorf("%s: %q has choices %q, want at least 4 distinct", q.Scenario, q.Ask, q.Options)
+		}
+	}
+}
+
+// goldenAnswers is every question's right answer, read from its golden
+// transcript (TestGolden keeps each equal to a real run), so that the
+// draw and the scoring can be checked without PostgreSQL.
+func goldenAnswers(t *testing.T) map[string]string {
+	t.Helper()
+	rights := map[string]string{}
+	for _, q := range Quiz {
+		raw, err := os.ReadFile("../testdata/scenarios/" + q.Scenario + ".golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rights[q.Ask], err = q.read(string(raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rights
+}
+
+// TestQuizCannotBePassedByPattern: the same answer to every question
+// (bank quiz --answers k,k,k,k,k) passes, 4 of 5 right, for at most 3 of
+// the seeds 1 to 40, whichever k; and no position holds the right answer
+// in more than a third of the questions drawn. Before the choices were
+// shuffled, 2,2,2,2,2 passed 7 of 40 and 2 was right in 101 of 200.
+func TestQuizCannotBePassedByPattern(t *testing.T) {
+	const length, pass, seeds = 5, 4, 40 // as bank quiz draws and passes
+	rights := goldenAnswers(t)
+	most := 0
+	for _, q := range Quiz {
+		most = max(most, len(q.Options))
+	}
+	at := make([]int, most+1) // how often each position is the right one
+	for k := 1; k <= most; k++ {
+		passed := 0
+		for seed := uint64(1); seed <= seeds; seed++ {
+			score := 0
+			for _, q := range Draw(seed, length) {
+				right := q.Choice(rights[q.Ask])
+				if right == 0 {
+					t.Fatalf("seed %d: %q lost its right answer %q in the shuffle: %q", seed, q.Ask, rights[q.Ask], q.Options)
+				}
+				if k == 1 {
+					at[right]++
+				}
+				if right == k {
+					score++
+				}
+			}
+			if score >= pass {
+				passed++
+			}
+		}
+		t.Logf("--answers %d,%d,%d,%d,%d passes %d of seeds 1-%d", k, k, k, k, k, passed, seeds)
+		if passed > 3 {
+			t.Errorf("--answers %d,%d,%d,%d,%d passes %d of seeds 1-%d, want at most 3", k, k, k, k, k, passed, seeds)
+		}
+	}
+	t.Logf("the right answer, by position, over %d questions drawn: %v", seeds*length, at[1:])
+	for k, n := range at[1:] {
+		if n*3 > seeds*length {
+			t.Errorf("choice %d is the right one in %d of %d questions drawn", k+1, n, seeds*length)
+		}
+	}
+}
+
+// TestDrawRepeatsWithItsSeed: a seed gives the same five with their
+// choices in the same order, another seed others, no question twice in a
+// draw; across seeds a question's choices come in different orders, and
+// drawing leaves the bank's own order alone.
 func TestDrawRepeatsWithItsSeed(t *testing.T) {
+	bank := map[string][]string{}
+	for _, q := range Quiz {
+		bank[q.Ask] = slices.Clone(q.Options)
+	}
 	a, b, c := Draw(7, 5), Draw(7, 5), Draw(8, 5)
 	same := func(x, y []Question) bool {
 		for i := range x {
-			if x[i].Ask != y[i].Ask {
+			if x[i].Ask != y[i].Ask || !slices.Equal(x[i].Options, y[i].Options) {
 				return false
 			}
 		}
@@ -42,6 +128,34 @@ func TestDrawRepeatsWithItsSeed(t *testing.T) {
 	}
 	if !same(a, b) || same(a, c) {
 		t.Fatal("a draw does not repeat with its seed, or two seeds drew the same")
+	}
+	orders := map[string]map[string]bool{} // question: the orders it came in
+	drawn := map[string]int{}
+	for seed := uint64(1); seed <= 40; seed++ {
+		for _, q := range Draw(seed, 5) {
+			if orders[q.Ask] == nil {
+				orders[q.Ask] = map[string]bool{}
+			}
+			orders[q.Ask][strings.Join(q.Options, "|")] = true
+			drawn[q.Ask]++
+		}
+	}
+	drawnTwice := 0
+	for ask, n := range drawn {
+		if n >= 2 {
+			drawnTwice++
+			if len(orders[ask]) < 2 {
+				t.Errorf("%q, drawn %d times by seeds 1-40, always came with its choices in one order", ask, n)
+			}
+		}
+	}
+	if drawnTwice < 10 {
+		t.Errorf("only %d questions drawn twice by seeds 1-40", drawnTwice)
+	}
+	for _, q := range Quiz {
+		if !slices.Equal(q.Options, bank[q.Ask]) {
+			t.Errorf("drawing changed the bank's choices for %q: %q, was %q", q.Ask, q.Options, bank[q.Ask])
+		}
 	}
 	seen := map[string]bool{}
 	for _, q := range a {
