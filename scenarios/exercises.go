@@ -88,53 +88,66 @@ var ShouldRetry = &Scenario{
 	Summary: "exercise: which outcomes the client retries, played through the real client",
 	Section: "Practice: which responses to retry?",
 	Run: func(ctx context.Context, lab *Lab) error {
-		var mu sync.Mutex
-		var first string
-		attempts := 0
-		stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			attempts++
-			n, outcome := attempts, first
-			mu.Unlock()
-			if n > 1 {
-				w.WriteHeader(http.StatusCreated)
-				return
-			}
-			if outcome == "network" {
-				conn, _, _ := http.NewResponseController(w).Hijack()
-				conn.Close()
-				return
-			}
-			code := map[string]int{"201": 201, "400": 400, "409": 409, "422": 422, "429": 429, "500": 500, "503": 503}[outcome]
-			w.WriteHeader(code)
+		lab.Step("play each outcome")
+		return playRetries(ctx, lab.Clock.Advance, func(outcome string, retried bool) {
+			lab.Say("%-8s %t", outcome, retried)
 		})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+	},
+}
+
+// retryOutcomes are the exercise's outcomes, in the lesson's order.
+var retryOutcomes = []string{"network", "201", "400", "409", "422", "429", "500", "503"}
+
+// playRetries plays each outcome for real: a loopback server answers the
+// first attempt with it (or drops the connection, for "network"), and the
+// lab's client decides whether to try again; say hears what it did. The
+// client's back-off waits are not slept but given to wait.
+func playRetries(ctx context.Context, wait func(time.Duration), say func(outcome string, retried bool)) error {
+	var mu sync.Mutex
+	var first string
+	attempts := 0
+	stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		attempts++
+		n, outcome := attempts, first
+		mu.Unlock()
+		if n > 1 {
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		if outcome == "network" {
+			conn, _, _ := http.NewResponseController(w).Hijack()
+			conn.Close()
+			return
+		}
+		code := map[string]int{"201": 201, "400": 400, "409": 409, "422": 422, "429": 429, "500": 500, "503": 503}[outcome]
+		w.WriteHeader(code)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: stub, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Shutdown(context.WithoutCancel(ctx))
+	transport := &http.Transport{}
+	defer transport.CloseIdleConnections()
+	c := &client.Client{
+		BaseURL: "http://" + ln.Addr().String(), Token: "token-ada", MaxAttempts: 2,
+		HTTP:  &http.Client{Transport: transport, Timeout: 10 * time.Second},
+		Sleep: func(_ context.Context, d time.Duration) error { wait(d); return nil },
+	}
+	for _, outcome := range retryOutcomes {
+		mu.Lock()
+		first, attempts = outcome, 0
+		mu.Unlock()
+		if _, err := c.Send(ctx, "should-retry-key-0001", []byte(`{}`)); err != nil {
 			return err
 		}
-		hs := &http.Server{Handler: stub, ReadHeaderTimeout: 5 * time.Second}
-		go hs.Serve(ln)
-		defer hs.Shutdown(context.WithoutCancel(ctx))
-		transport := &http.Transport{}
-		defer transport.CloseIdleConnections()
-		c := &client.Client{
-			BaseURL: "http://" + ln.Addr().String(), Token: "token-ada", MaxAttempts: 2,
-			HTTP:  &http.Client{Transport: transport, Timeout: 10 * time.Second},
-			Sleep: func(_ context.Context, d time.Duration) error { lab.Clock.Advance(d); return nil },
-		}
-		lab.Step("play each outcome")
-		for _, outcome := range []string{"network", "201", "400", "409", "422", "429", "500", "503"} {
-			mu.Lock()
-			first, attempts = outcome, 0
-			mu.Unlock()
-			if _, err := c.Send(ctx, "should-retry-key-0001", []byte(`{}`)); err != nil {
-				return err
-			}
-			mu.Lock()
-			retried := attempts > 1
-			mu.Unlock()
-			lab.Say("%-8s %t", outcome, retried)
-		}
-		return nil
-	},
+		mu.Lock()
+		retried := attempts > 1
+		mu.Unlock()
+		say(outcome, retried)
+	}
+	return nil
 }

@@ -15,87 +15,148 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/idem"
 )
 
 // Exercise is one of the lesson's practice tasks, checked on the learner's
 // own program (any language: it gets DATABASE_URL in its environment) or,
 // for a SQL task, on the learner's own statement. The lab prepares exactly
-// the situation the task describes, then checks what the program printed
-// and what it left in the database.
+// the rows its prompt names, then checks what the program printed and
+// what it left in the database, by the rules its prompt states: the
+// prompt and the checker are one and the same text here.
 type Exercise struct {
-	Name     string
-	Summary  string   // one line, for the list
-	Task     string   // what to write, in the lab's words
-	Want     []string // the lines the program must print, in order
-	Setup    func(ctx context.Context, db *pgxpool.Pool) error
-	Checks   []RowCheck
+	Name    string
+	Summary string // one line, for the list
+	Task    string // what to write, in the lab's words
+
+	// Prepared is what the lab puts in the fresh database before the
+	// learner's program runs; PreparedSQL the same for --sql FILE (empty
+	// when the task is not SQL).
+	Prepared, PreparedSQL string
+	// Want is what the lesson's own solution prints on the database
+	// Prepared describes; WantSQL what the lab prints for the lesson's
+	// statement under --sql.
+	Want, WantSQL []string
+	// Rules say how the printed lines and the database are checked.
+	Rules []string
+
 	SQLArgs  []any    // the parameters a --sql statement gets ($1, $2, …); nil when the task is not SQL
 	Hints    []string // opened one at a time
 	Solution string   // the lab's own solution, in words
-	Scenario string   // the scenario that runs the lab's solution
+	// Tips explain an error a program commonly stops with, keyed by a
+	// piece of its message.
+	Tips map[string]string
+
+	prepare func(ctx context.Context, db *pgxpool.Pool, m Mode) error
+	judge   func(ctx context.Context, db *pgxpool.Pool, m Mode, printed []string) ([]Finding, error)
+	own     func(ctx context.Context, db *pgxpool.Pool) (string, error)
 }
 
-// RowCheck is one fact the database must show after the learner's run: a
-// query that counts rows, and how many there must be.
-type RowCheck struct {
-	What  string
-	Query string
-	Want  int
-}
+// Mode is how the learner's work reaches the lab.
+type Mode int
+
+const (
+	ProgramMode Mode = iota // a program, run with DATABASE_URL
+	SQLMode                 // a statement, run by the lab with SQLArgs bound
+)
 
 // The clean-up exercise's clock: 03:00 UTC, the lesson's night.
 var cleanupNow = time.Date(2026, 9, 24, 3, 0, 0, 0, time.UTC)
 
 func hoursAgo(h int) time.Time { return cleanupNow.Add(-time.Duration(h) * time.Hour) }
 
+// The clean-up's guard for a program, whose clock the lab does not know:
+// claimed long before any "24 hours ago", locked long after any "now".
+var (
+	guardCreated = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	guardLocked  = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // Exercises, in the lesson's order.
 var Exercises = []*Exercise{
 	{
 		Name:    "ship",
 		Summary: "mark an order shipped, so that a second call changes nothing and still succeeds",
-		Task: "Write markShipped(orderId) for a table orders (id, status): shipping an order twice has the\n" +
-			"effect of shipping it once and the second call still succeeds; only a paid order ships.\n" +
-			"Your program marks orders 1, 1, 2 and 3 and prints what each call said.",
+		Task: "Write markShipped(orderId) for the table orders (id, status): shipping an order twice has the\n" +
+			"effect of shipping it once, and the second call is still reported as a success; only a paid\n" +
+			"order ships, a cancelled one gives an error. Your program calls it for orders 1, 1, 2 and 3,\n" +
+			"in that order, and prints one line for each call.",
+		Prepared: "the table orders (id integer PRIMARY KEY, status text NOT NULL) with the rows\n" +
+			"(1, 'paid') and (2, 'cancelled'), and nothing else in it. They are there when your program\n" +
+			"starts: leave out the CREATE TABLE and INSERT that the lesson's ship.js runs in PGlite.",
 		Want: []string{"shipped", "already shipped (ok)", "error: order is cancelled", "error: order is missing"},
-		Setup: func(ctx context.Context, db *pgxpool.Pool) error {
-			_, err := db.Exec(ctx, bank.OrdersSchema+"; INSERT INTO orders VALUES (1, 'paid'), (2, 'cancelled')")
-			return err
-		},
-		Checks: []RowCheck{
-			{"order 1 is shipped", "SELECT count(*) FROM orders WHERE id = 1 AND status = 'shipped'", 1},
-			{"order 2 is still cancelled", "SELECT count(*) FROM orders WHERE id = 2 AND status = 'cancelled'", 1},
-			{"no order 3 was made up", "SELECT count(*) FROM orders WHERE id = 3", 0},
+		Rules: []string{
+			"your own words are fine: each line is read for what it says, by these words (letter case,\n" +
+				"spacing and punctuation do not matter; blank lines are skipped):",
+			"  line 1 (order 1): says it shipped: the word \"shipped\", without \"already\" or an error word",
+			"  line 2 (order 1 again): a success that says it was already shipped: \"already\", no error word",
+			"  line 3 (order 2): an error that says why: an error word and \"cancelled\"",
+			"  line 4 (order 3): says there is no such order: \"missing\", \"not found\", \"no such\" or \"does not exist\"",
+			"  (the error words: error, cannot, can't, not, fail, failed, refused, invalid, unable, and any\n" +
+				"  word ending in error or exception, such as ValueError)",
+			"four lines, no more.",
+			"the database afterwards: order 1 'shipped', order 2 still 'cancelled', and no order 3.",
+			"a line must agree with the database: \"shipped\" while the database shows order 1 paid is not yet right.",
 		},
 		Hints: []string{
-			"Make the change conditional on the state it starts from: an UPDATE … WHERE status = 'paid' that\nreturns the row it changed tells you whether this call did the work.",
+			"Make the change conditional on the state it starts from: an UPDATE … WHERE status = 'paid' that\nreturns the row it changed (RETURNING id) tells you whether this call did the work.",
 			"Only when nothing changed do you need to look at the row, to tell 'already shipped' (a success)\nfrom 'cancelled' or 'missing' (errors).",
 		},
 		Solution: "UPDATE orders SET status = 'shipped' WHERE id = $1 AND status = 'paid' RETURNING id;\n" +
 			"a row back means \"shipped\". Otherwise SELECT status FROM orders WHERE id = $1: 'shipped' means\n" +
 			"\"already shipped (ok)\", any other status \"error: order is <status>\", no row \"error: order is missing\".",
-		Scenario: "ship",
+		Tips: map[string]string{
+			`relation "orders" already exists`: "the lab has created orders and its two rows already: leave out the CREATE TABLE and the INSERT",
+			"duplicate key":                    "the lab has inserted orders 1 and 2 already: leave out the INSERT",
+		},
+		prepare: func(ctx context.Context, db *pgxpool.Pool, _ Mode) error {
+			_, err := db.Exec(ctx, bank.OrdersSchema+"; INSERT INTO orders VALUES (1, 'paid'), (2, 'cancelled')")
+			return err
+		},
+		judge: judgeShip,
+		own: func(ctx context.Context, db *pgxpool.Pool) (string, error) {
+			var out strings.Builder
+			for _, id := range []int64{1, 1, 2, 3} {
+				said, err := bank.MarkShipped(ctx, db, id)
+				if err != nil {
+					return out.String(), err
+				}
+				out.WriteString(said + "\n")
+			}
+			return out.String(), nil
+		},
 	},
 	{
 		Name:    "cleanup",
 		Summary: "the nightly DELETE of old keys that never removes one with a valid lock",
 		Task: "Write the nightly job's DELETE: remove idempotency keys older than 24 hours, but never one that\n" +
-			"is still in progress with a valid lock. $1 is 24 hours ago and $2 is now (03:00 UTC, 24 Sep 2026).\n" +
-			"Run it as --sql FILE, or as a program that prints deleted: [...] and kept: [...].",
-		Want: []string{"deleted: [ 'old-completed', 'old-stuck' ]", "kept: [ 'new-completed', 'old-locked' ]"},
-		Setup: func(ctx context.Context, db *pgxpool.Pool) error {
-			_, err := db.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at) VALUES
-				(1, 'old-completed', 'h', 'completed', NULL, NULL, $1),
-				(1, 'new-completed', 'h', 'completed', NULL, NULL, $2),
-				(1, 'old-stuck', 'h', 'in_progress', 'lock-1', $3, $1),
-				(1, 'old-locked', 'h', 'in_progress', 'lock-2', $4, $1)`,
-				hoursAgo(48), hoursAgo(1), hoursAgo(47), cleanupNow.Add(time.Minute))
-			return err
-		},
-		Checks: []RowCheck{
-			{"the completed key from two days ago is gone", "SELECT count(*) FROM idempotency_keys WHERE key = 'old-completed'", 0},
-			{"the stuck key, whose lock expired long ago, is gone", "SELECT count(*) FROM idempotency_keys WHERE key = 'old-stuck'", 0},
-			{"the key completed an hour ago is kept", "SELECT count(*) FROM idempotency_keys WHERE key = 'new-completed'", 1},
-			{"the old key whose lock is still valid is kept", "SELECT count(*) FROM idempotency_keys WHERE key = 'old-locked'", 1},
+			"is still in progress with a valid lock. As a program (the lesson's cleanup.js): insert the\n" +
+			"lesson's three keys, run your DELETE … RETURNING key, and print the line deleted: with the keys\n" +
+			"it returned and the line kept: with the keys left. Or give the statement alone with --sql FILE.",
+		Prepared: "the bank's tables, as the lesson's openBank() makes them (accounts with Ada, Bola and Chidi,\n" +
+			"no transfers), and in idempotency_keys only one key, the lab's own:\n" +
+			"  (2, 'old-locked')  in progress, created 2000-01-01, locked until 3000-01-01\n" +
+			"It is old, but its lock is valid whatever clock your program uses: a right clean-up keeps it.\n" +
+			"Your program inserts the lesson's three keys itself, as cleanup.js does (user 1, relative to\n" +
+			"its own now): old-completed (completed, 48 hours old), new-completed (completed, 1 hour old),\n" +
+			"old-stuck (in progress, 48 hours old, its lock expired 47 hours ago). Do not empty the table first.",
+		PreparedSQL: "the lesson's three keys and a fourth, by the lesson's clock (now is 03:00 UTC, 24 Sep 2026):\n" +
+			"  (1, 'old-completed')  completed, created 48 hours ago\n" +
+			"  (1, 'new-completed')  completed, created 1 hour ago\n" +
+			"  (1, 'old-stuck')      in progress, created 48 hours ago, locked until 47 hours ago\n" +
+			"  (1, 'old-locked')     in progress, created 48 hours ago, locked until a minute from now\n" +
+			"Your statement runs with $1 = 24 hours ago and $2 = now; the lab prints deleted: with the keys\n" +
+			"it returned (so it must end with RETURNING key) and kept: with the keys left.",
+		Want:    []string{"deleted: [ 'old-completed', 'old-stuck' ]", "kept: [ 'old-locked', 'new-completed' ]"},
+		WantSQL: []string{"deleted: [ 'old-completed', 'old-stuck' ]", "kept: [ 'new-completed', 'old-locked' ]"},
+		Rules: []string{
+			"a line starting deleted and a line starting kept, each listing keys in any order, in any\n" +
+				"brackets and quotes (Node's [ 'a' ], Python's ['a'] or plain a, b); no other lines.",
+			"the lines must agree with the database, where the lab records each key deleted:",
+			"  deleted: names exactly the keys your run deleted; kept: names the keys left (the lab's\n" +
+				"  old-locked may be left out of a program's kept: line).",
+			"the database afterwards: old-completed and old-stuck are gone; new-completed and old-locked are\n" +
+				"kept. A program must have inserted the three keys, under the lesson's names.",
 		},
 		SQLArgs: []any{hoursAgo(24), cleanupNow},
 		Hints: []string{
@@ -104,21 +165,53 @@ var Exercises = []*Exercise{
 		},
 		Solution: "DELETE FROM idempotency_keys WHERE created_at < $1 AND (status = 'completed' OR locked_until < $2)\n" +
 			"RETURNING key: age alone is not enough, since a request may still hold a key it claimed long ago.",
-		Scenario: "cleanup",
+		Tips: map[string]string{
+			"duplicate key": "a key your program inserts is there already: the lab prepares only (2, 'old-locked'); does your program insert a key twice?",
+			`relation "idempotency_keys" already exists`: "the lab's database has the bank's tables already, as openBank() makes them: leave out the CREATE TABLE",
+		},
+		prepare: prepareCleanup,
+		judge:   judgeCleanup,
+		own: func(ctx context.Context, db *pgxpool.Pool) (string, error) {
+			if err := insertLessonKeys(ctx, db); err != nil {
+				return "", err
+			}
+			deleted, err := idem.Prune(ctx, db, hoursAgo(24), cleanupNow)
+			if err != nil {
+				return "", err
+			}
+			kept, err := keyNames(ctx, db)
+			if err != nil {
+				return "", err
+			}
+			return "deleted: " + nodeList(deleted) + "\nkept: " + nodeList(kept) + "\n", nil
+		},
 	},
 	{
 		Name:    "should-retry",
 		Summary: "which outcomes a client may retry",
 		Task: "Write shouldRetry(outcome), where outcome is an HTTP status or \"network\". Your program prints,\n" +
-			"for network, 201, 400, 409, 422, 429, 500 and 503 in that order, the outcome and true or false.",
-		Want: []string{"network true", "201 false", "400 false", "409 true", "422 false", "429 true", "500 true", "503 true"},
+			"for network, 201, 400, 409, 422, 429, 500 and 503 in that order, one line each: the outcome,\n" +
+			"then true or false.",
+		Want: []string{"network  true", "201      false", "400      false", "409      true", "422      false", "429      true", "500      true", "503      true"},
+		Rules: []string{
+			"eight lines in the lesson's order, each the outcome then true or false (yes or no will do);\n" +
+				"letter case, spacing, quotes and punctuation do not matter (Python's True is fine).",
+			"each wrong answer is told why: a retry is right only when the same request may succeed later.",
+		},
 		Hints: []string{
 			"Retry only what may succeed later: a network error, or an answer that says 'not now'.",
 			"Not now: 409 (still in progress), 429 (too many requests) and every 5xx. A 4xx other than those\nwill fail the same way every time.",
 		},
 		Solution: "network → true; otherwise true for 409, 429 and any status of 500 or more, false for the rest.\n" +
 			"Retrying is only safe at all because the request carries its idempotency key.",
-		Scenario: "should-retry",
+		judge: judgeShouldRetry,
+		own: func(ctx context.Context, _ *pgxpool.Pool) (string, error) {
+			var out strings.Builder
+			err := playRetries(ctx, func(time.Duration) {}, func(outcome string, retried bool) {
+				fmt.Fprintf(&out, "%-8s %t\n", outcome, retried)
+			})
+			return out.String(), err
+		},
 	},
 }
 
@@ -141,12 +234,63 @@ func ExerciseNames() []string {
 	return names
 }
 
+// IsSQL reports whether the exercise can be checked on a statement alone.
+func (e *Exercise) IsSQL() bool { return e.SQLArgs != nil }
+
+// Prompt is everything the exercise checks, said before anything is
+// checked: the task, the rows prepared, the lines the lesson's solution
+// prints and the rules. It names the modes given (both, when the task is
+// only being shown).
+func (e *Exercise) Prompt(modes ...Mode) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exercise %s: %s\n\n%s\n", e.Name, e.Summary, indent(e.Task))
+	for _, m := range modes {
+		prepared, want, how := e.Prepared, e.Want, "your program"
+		if m == SQLMode {
+			if !e.IsSQL() {
+				continue
+			}
+			prepared, want, how = e.PreparedSQL, e.WantSQL, "your statement (--sql FILE)"
+		}
+		if prepared == "" {
+			fmt.Fprintf(&b, "\nfor %s, nothing is prepared: this exercise needs no database (DATABASE_URL is set all the same).\n", how)
+		} else {
+			fmt.Fprintf(&b, "\nfor %s, the lab prepares a fresh database (its URL in DATABASE_URL) with\n%s\n", how, indent(prepared))
+		}
+		if m == SQLMode {
+			fmt.Fprintf(&b, "the lab prints, for the lesson's statement:\n%s\n", indent(strings.Join(want, "\n")))
+		} else {
+			fmt.Fprintf(&b, "the lesson's solution prints here:\n%s\n", indent(strings.Join(want, "\n")))
+		}
+	}
+	fmt.Fprintf(&b, "\nwhat is checked:\n%s\n", indent(strings.Join(e.Rules, "\n")))
+	return b.String()
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+// Tip explains a program's error output, if the exercise knows it.
+func (e *Exercise) Tip(stderr string) string {
+	keys := make([]string, 0, len(e.Tips))
+	for k := range e.Tips {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if strings.Contains(stderr, k) {
+			return e.Tips[k]
+		}
+	}
+	return ""
+}
+
 // Finding is one line of an exercise's report: a check, whether it
-// passed, and what was expected and found when it did not.
+// passed, and what was expected and found.
 type Finding struct {
 	What   string
 	Passed bool
 	Detail string
+	line   bool // about the printed lines, not the database
 }
 
 // Attempt is how a learner's run went.
@@ -164,10 +308,19 @@ func (a Attempt) Passed() bool {
 	return len(a.Findings) > 0
 }
 
-// CheckExercise prepares a fresh database for ex, lets run do the
-// learner's work on it (given the database's URL; it returns what the
-// learner's program printed), then checks the printed lines and the rows.
-func CheckExercise(ctx context.Context, cluster *pgserver.Cluster, ex *Exercise, run func(ctx context.Context, dbURL string, db *pgxpool.Pool) (string, error)) (Attempt, error) {
+// Ran is how the learner's program or statement ran: Printed is what it
+// printed (the lines to check), and Failed, if set, says why it did not
+// run to the end. A program that failed still has what it printed and
+// what it left checked.
+type Ran struct {
+	Printed string
+	Failed  *Finding
+}
+
+// CheckExercise prepares a fresh database for ex in mode m, lets run do
+// the learner's work on it (given the database's URL and a pool on it),
+// then checks the printed lines and the rows by the exercise's rules.
+func CheckExercise(ctx context.Context, cluster *pgserver.Cluster, ex *Exercise, m Mode, run func(ctx context.Context, dbURL string, db *pgxpool.Pool) (Ran, error)) (Attempt, error) {
 	db, err := cluster.NewDatabase(ctx, "exercise_"+ex.Name)
 	if err != nil {
 		return Attempt{}, err
@@ -178,45 +331,554 @@ func CheckExercise(ctx context.Context, cluster *pgserver.Cluster, ex *Exercise,
 		return Attempt{}, err
 	}
 	defer pool.Close()
-	if ex.Setup != nil {
-		if err := ex.Setup(ctx, pool); err != nil {
+	if ex.prepare != nil {
+		if err := ex.prepare(ctx, pool, m); err != nil {
 			return Attempt{}, fmt.Errorf("preparing the exercise: %w", err)
 		}
 	}
-	printed, err := run(ctx, db.URL, pool)
-	var a Attempt
-	var theirs *LearnerError
-	switch {
-	case errors.As(err, &theirs):
-		a.Findings = append(a.Findings, Finding{What: "your statement runs", Detail: theirs.Error()})
-	case err != nil:
+	ran, err := run(ctx, db.URL, pool)
+	if err != nil {
 		return Attempt{}, err
-	default:
-		a.Findings = append(a.Findings, comparePrinted(ex.Want, printed)...)
 	}
-	for _, c := range ex.Checks {
-		var n int
-		if err := pool.QueryRow(ctx, c.Query).Scan(&n); err != nil {
-			return a, fmt.Errorf("checking %q: %w", c.What, err)
-		}
-		f := Finding{What: c.What, Passed: n == c.Want}
-		if !f.Passed {
-			f.Detail = fmt.Sprintf("the database has %d such rows, expected %d", n, c.Want)
-		}
-		a.Findings = append(a.Findings, f)
+	var a Attempt
+	if ran.Failed != nil {
+		a.Findings = append(a.Findings, *ran.Failed)
 	}
+	findings, err := ex.judge(ctx, pool, m, printedLines(ran.Printed))
+	if err != nil {
+		return a, err
+	}
+	if ran.Failed != nil && strings.TrimSpace(ran.Printed) == "" {
+		// Nothing printed because it stopped: say so once, not per line.
+		findings = slices.DeleteFunc(findings, func(f Finding) bool { return f.line })
+	}
+	a.Findings = append(a.Findings, findings...)
 	return a, nil
 }
 
-// LearnerError is the learner's own code failing: a finding to report,
-// not a failure of the lab.
-type LearnerError struct{ Err error }
+// OwnSolution runs the lab's own solution on the database CheckExercise
+// prepared, printing what a program would: pass it as CheckExercise's run,
+// and the lab's solution is checked exactly as a learner's is.
+func (e *Exercise) OwnSolution(ctx context.Context, _ string, db *pgxpool.Pool) (Ran, error) {
+	out, err := e.own(ctx, db)
+	return Ran{Printed: out}, err
+}
 
-func (e *LearnerError) Error() string { return e.Err.Error() }
+// printedLines is what a program printed, a line each, trimmed, without
+// the blank lines.
+func printedLines(s string) []string {
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// words splits a printed line into lower-case words (letters, digits,
+// apostrophes), for the checks that read a line for its meaning.
+func words(s string) []string {
+	return wordRE.FindAllString(strings.ToLower(strings.ReplaceAll(s, "’", "'")), -1)
+}
+
+var wordRE = regexp.MustCompile(`[a-z0-9]+(?:'[a-z]+)?`)
+
+var errorWords = []string{"error", "errors", "err", "cannot", "can't", "cant", "not", "isn't", "won't", "fail", "failed", "fails", "failure", "refused", "refuse", "invalid", "unable", "rejected"}
+
+func hasWord(ws []string, prefixes ...string) bool {
+	for _, w := range ws {
+		for _, p := range prefixes {
+			if strings.HasPrefix(w, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasErrorWord: one of errorWords, or a word such as ValueError or
+// OrderException.
+func hasErrorWord(ws []string) bool {
+	for _, w := range ws {
+		if slices.Contains(errorWords, w) || strings.HasSuffix(w, "error") || strings.HasSuffix(w, "exception") {
+			return true
+		}
+	}
+	return false
+}
+
+// saysMissing: the line says there is no such order.
+func saysMissing(line string) bool {
+	s := strings.Join(words(line), " ")
+	for _, p := range []string{"missing", "not found", "no such", "not exist", "doesn't exist", "does not exist", "nonexistent", "non existent", "unknown", "no order"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// lineFinding checks printed line i by rule, which says what is wrong
+// with it ("" when right).
+func lineFinding(printed []string, i int, what string, rule func(line string) string) Finding {
+	f := Finding{What: fmt.Sprintf("line %d %s", i+1, what), line: true}
+	if i >= len(printed) {
+		f.Detail = "nothing was printed there"
+		return f
+	}
+	if why := rule(printed[i]); why != "" {
+		sep := ": "
+		if strings.HasPrefix(why, "but ") {
+			sep = ", "
+		}
+		f.Detail = fmt.Sprintf("printed %q%s%s", printed[i], sep, why)
+		return f
+	}
+	f.Passed, f.Detail = true, fmt.Sprintf("printed %q", printed[i])
+	return f
+}
+
+func noMoreLines(printed []string, n int, what string) []Finding {
+	if len(printed) <= n {
+		return nil
+	}
+	return []Finding{{What: what, Detail: fmt.Sprintf("also printed %q: print only those lines", printed[n]), line: true}}
+}
+
+// judgeShip reads each line for its meaning, then makes sure it agrees
+// with the orders the database shows.
+func judgeShip(ctx context.Context, db *pgxpool.Pool, _ Mode, printed []string) ([]Finding, error) {
+	status := map[int]string{} // "" when there is no such order
+	rows, err := db.Query(ctx, "SELECT id, status FROM orders WHERE id IN (1, 2, 3)")
+	if err != nil {
+		return []Finding{{What: "the orders table can be read", Detail: err.Error()}}, nil
+	}
+	for rows.Next() {
+		var id int
+		var s string
+		if err := rows.Scan(&id, &s); err != nil {
+			return nil, err
+		}
+		status[id] = s
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return shipFindings(status, printed), nil
+}
+
+// shipFindings judges the printed lines and the orders' statuses (by id;
+// absent when there is no such order).
+func shipFindings(status map[int]string, printed []string) []Finding {
+	shows := func(id int) string {
+		if s, ok := status[id]; ok {
+			return fmt.Sprintf("the database shows order %d %s", id, quote(s))
+		}
+		return fmt.Sprintf("the database has no order %d", id)
+	}
+	// What a line claims must be what the database shows.
+	agrees := func(id int, want string) string {
+		if status[id] == want {
+			return ""
+		}
+		return "but " + shows(id)
+	}
+	var out []Finding
+	out = append(out, lineFinding(printed, 0, "(order 1) says it shipped", func(l string) string {
+		ws := words(l)
+		switch {
+		case hasErrorWord(ws):
+			return "that reads as an error, but order 1 was paid: this call ships it and says so"
+		case hasWord(ws, "already"):
+			return `the first call is the one that ships order 1; "already" is for the second`
+		case !hasWord(ws, "shipped"):
+			return `say that it shipped (the word "shipped")`
+		}
+		return agrees(1, "shipped")
+	}))
+	out = append(out, lineFinding(printed, 1, "(order 1 again) succeeds and says it was already shipped", func(l string) string {
+		ws := words(l)
+		switch {
+		case hasErrorWord(ws):
+			return "the second call must still succeed: the order is shipped, as asked, so there is nothing wrong"
+		case !hasWord(ws, "already") && hasWord(ws, "shipped"):
+			return `that reads as if this call shipped it again: say it was already shipped (the word "already")`
+		case !hasWord(ws, "already"):
+			return `say it was already shipped (the word "already"), as a success`
+		}
+		return agrees(1, "shipped")
+	}))
+	out = append(out, lineFinding(printed, 2, "(order 2) is an error saying it is cancelled", func(l string) string {
+		ws := words(l)
+		switch {
+		case !hasErrorWord(ws) && hasWord(ws, "shipped", "ok"):
+			return "a cancelled order must give an error, not be shipped"
+		case !hasErrorWord(ws):
+			return "give an error: a line with an error word (error, cannot, not, failed, refused, …)"
+		case !hasWord(ws, "cancel"):
+			return `say why: the order is cancelled (the word "cancelled")`
+		}
+		return agrees(2, "cancelled")
+	}))
+	out = append(out, lineFinding(printed, 3, "(order 3) says there is no such order", func(l string) string {
+		ws := words(l)
+		switch {
+		case !saysMissing(l) && hasWord(ws, "shipped", "ok") && !hasErrorWord(ws):
+			return "there is no order 3, so there is nothing to ship"
+		case !saysMissing(l):
+			return `say that order 3 is missing ("missing", "not found", "no such order" or "does not exist")`
+		}
+		if _, ok := status[3]; ok {
+			return "but " + shows(3)
+		}
+		return ""
+	}))
+	out = append(out, noMoreLines(printed, 4, "four lines and no more")...)
+
+	row := func(what string, ok bool, why string) Finding {
+		f := Finding{What: what, Passed: ok}
+		if !ok {
+			f.Detail = why
+		}
+		return f
+	}
+	out = append(out,
+		row("order 1 is 'shipped'", status[1] == "shipped", shows(1)),
+		row("order 2 is still 'cancelled'", status[2] == "cancelled", shows(2)+": only a paid order may be shipped"),
+	)
+	_, three := status[3]
+	out = append(out, row("no order 3 was made up", !three, shows(3)+": markShipped must not make one"))
+	return out
+}
+
+func quote(s string) string { return "'" + s + "'" }
+
+// The clean-up's keys.
+const (
+	oldCompleted = "old-completed"
+	newCompleted = "new-completed"
+	oldStuck     = "old-stuck"
+	oldLocked    = "old-locked"
+)
+
+var lessonKeys = []string{oldCompleted, newCompleted, oldStuck}
+
+// keyAudit records every key inserted or deleted (and every TRUNCATE) in
+// a schema of the lab's own, so the checks know what a run deleted, not
+// only what it left.
+const keyAudit = `
+CREATE SCHEMA bank_lab;
+CREATE TABLE bank_lab.key_events (id bigserial PRIMARY KEY, op text NOT NULL, user_id bigint, key text);
+CREATE FUNCTION bank_lab.record_key() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    INSERT INTO bank_lab.key_events (op) VALUES ('T');
+  ELSIF TG_OP = 'INSERT' THEN
+    INSERT INTO bank_lab.key_events (op, user_id, key) VALUES ('I', NEW.user_id, NEW.key);
+  ELSE
+    INSERT INTO bank_lab.key_events (op, user_id, key) VALUES ('D', OLD.user_id, OLD.key);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER bank_lab_keys AFTER INSERT OR DELETE ON idempotency_keys
+  FOR EACH ROW EXECUTE FUNCTION bank_lab.record_key();
+CREATE TRIGGER bank_lab_keys_truncate AFTER TRUNCATE ON idempotency_keys
+  FOR EACH STATEMENT EXECUTE FUNCTION bank_lab.record_key();
+`
+
+// insertLessonKeys inserts the lesson's three keys, by the lesson's clock.
+func insertLessonKeys(ctx context.Context, db *pgxpool.Pool) error {
+	_, err := db.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at) VALUES
+		(1, 'old-completed', 'h', 'completed', NULL, NULL, $1),
+		(1, 'new-completed', 'h', 'completed', NULL, NULL, $2),
+		(1, 'old-stuck', 'h', 'in_progress', 'lock-1', $3, $1)`,
+		hoursAgo(48), hoursAgo(1), hoursAgo(47))
+	return err
+}
+
+func prepareCleanup(ctx context.Context, db *pgxpool.Pool, m Mode) error {
+	if m == SQLMode {
+		if err := insertLessonKeys(ctx, db); err != nil {
+			return err
+		}
+		if _, err := db.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+			VALUES (1, 'old-locked', 'h', 'in_progress', 'lock-2', $1, $2)`, cleanupNow.Add(time.Minute), hoursAgo(48)); err != nil {
+			return err
+		}
+	} else if _, err := db.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+		VALUES (2, 'old-locked', 'h', 'in_progress', 'lock-2', $1, $2)`, guardLocked, guardCreated); err != nil {
+		return err
+	}
+	_, err := db.Exec(ctx, keyAudit)
+	return err
+}
+
+func keyNames(ctx context.Context, db *pgxpool.Pool) ([]string, error) {
+	rows, err := db.Query(ctx, "SELECT key FROM idempotency_keys ORDER BY key")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+type keyRow struct {
+	status      string
+	created     time.Time
+	lockedUntil *time.Time
+}
+
+func (r keyRow) String() string {
+	s := strings.ReplaceAll(r.status, "_", " ") + ", created " + r.created.UTC().Format("2006-01-02 15:04 UTC")
+	if r.lockedUntil != nil {
+		s += ", locked until " + r.lockedUntil.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	return s
+}
+
+// judgeCleanup checks the keys the database shows deleted and kept, and
+// that the two printed lines say the same.
+func judgeCleanup(ctx context.Context, db *pgxpool.Pool, m Mode, printed []string) ([]Finding, error) {
+	k := keyState{left: map[string]keyRow{}, inserted: map[string]bool{}, deleted: map[string]bool{}}
+	left := k.left
+	rows, err := db.Query(ctx, "SELECT key, status, created_at, locked_until FROM idempotency_keys ORDER BY key")
+	if err != nil {
+		return []Finding{{What: "the idempotency_keys table can be read", Detail: err.Error()}}, nil
+	}
+	var keptNames []string
+	for rows.Next() {
+		var key string
+		var r keyRow
+		if err := rows.Scan(&key, &r.status, &r.created, &r.lockedUntil); err != nil {
+			return nil, err
+		}
+		if _, dup := left[key]; !dup {
+			keptNames = append(keptNames, key)
+		}
+		left[key] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = db.Query(ctx, "SELECT op, coalesce(key, '') FROM bank_lab.key_events ORDER BY id")
+	if err != nil {
+		return []Finding{{What: "the lab's record of deleted keys can be read", Detail: err.Error()}}, nil
+	}
+	for rows.Next() {
+		var op, key string
+		if err := rows.Scan(&op, &key); err != nil {
+			return nil, err
+		}
+		switch op {
+		case "I":
+			k.inserted[key] = true
+		case "D":
+			k.deleted[key] = true
+		case "T":
+			k.truncated = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	k.keptNames = keptNames
+	return cleanupFindings(k, m, printed), nil
+}
+
+// keyState is what the clean-up's run did to the keys: the rows left, the
+// names of those (in order), and what the lab's record shows inserted,
+// deleted or truncated.
+type keyState struct {
+	left              map[string]keyRow
+	keptNames         []string
+	inserted, deleted map[string]bool
+	truncated         bool
+}
+
+func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
+	left, keptNames, inserted, deletedEv, truncated := k.left, k.keptNames, k.inserted, k.deleted, k.truncated
+	prepared := map[string]bool{oldLocked: true}
+	if m == SQLMode {
+		for _, k := range lessonKeys {
+			prepared[k] = true
+		}
+	}
+	existed := func(k string) bool { return prepared[k] || inserted[k] }
+	var gone []string // what the run deleted, by the database
+	for k := range deletedEv {
+		if _, still := left[k]; !still {
+			gone = append(gone, k)
+		}
+	}
+	slices.Sort(gone)
+	known := map[string]bool{}
+	for k := range prepared {
+		known[k] = true
+	}
+	for _, k := range slices.Concat(lessonKeys, keptNames, gone) {
+		known[k] = true
+	}
+	for k := range inserted {
+		known[k] = true
+	}
+
+	var out []Finding
+	// The two lines.
+	find := func(word string) (int, []string) {
+		for i, l := range printed {
+			if ws := words(l); len(ws) > 0 && ws[0] == word {
+				var names []string
+				for _, t := range keyTokenRE.FindAllString(l, -1) {
+					if known[t] && !slices.Contains(names, t) {
+						names = append(names, t)
+					}
+				}
+				slices.Sort(names)
+				return i, names
+			}
+		}
+		return -1, nil
+	}
+	di, dNames := find("deleted")
+	f := Finding{What: "the deleted: line names the keys the database shows deleted", line: true}
+	switch {
+	case di < 0:
+		f.Detail = fmt.Sprintf("no line starts with deleted: the database shows %s deleted; print the keys your DELETE returned (RETURNING key) as deleted: [...]", listOrNone(gone))
+	case !slices.Equal(dNames, gone) && m == SQLMode:
+		f.Detail = fmt.Sprintf("the database shows %s deleted, but your statement returned %s", listOrNone(gone), listOrNone(dNames))
+		if len(dNames) == 0 {
+			f.Detail += ": end it with RETURNING key"
+		}
+	case !slices.Equal(dNames, gone):
+		f.Detail = fmt.Sprintf("the database shows %s deleted, but your program printed %q", listOrNone(gone), printed[di])
+		if len(dNames) == 0 && len(gone) > 0 {
+			f.Detail += ": print the keys your DELETE returned (RETURNING key)"
+		} else {
+			f.Detail += ": print exactly the keys your DELETE returned (RETURNING key)"
+		}
+	default:
+		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", printed[di])
+	}
+	out = append(out, f)
+	ki, kNames := find("kept")
+	f = Finding{What: "the kept: line names the keys the database still has", line: true}
+	withoutGuard := slices.DeleteFunc(slices.Clone(keptNames), func(k string) bool { return k == oldLocked })
+	switch {
+	case ki < 0:
+		f.Detail = fmt.Sprintf("no line starts with kept: the database still has %s; print them as kept: [...] (SELECT key FROM idempotency_keys)", listOrNone(keptNames))
+	case slices.Equal(kNames, keptNames) || m == ProgramMode && slices.Equal(kNames, withoutGuard):
+		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", printed[ki])
+	default:
+		f.Detail = fmt.Sprintf("the database still has %s, but your program printed %q: print the keys left after your DELETE (SELECT key FROM idempotency_keys)", listOrNone(keptNames), printed[ki])
+	}
+	out = append(out, f)
+	for i, l := range printed {
+		if i != di && i != ki {
+			out = append(out, Finding{What: "the two lines and no others", Detail: fmt.Sprintf("also printed %q: print only deleted: and kept:", l), line: true})
+			break
+		}
+	}
+
+	// The keys.
+	never := func(k string) string {
+		return fmt.Sprintf("your program never inserted %s: insert the lesson's three keys, %s, %s and %s, first, as cleanup.js does", k, oldCompleted, newCompleted, oldStuck)
+	}
+	mustGo := func(k, what, why string) {
+		f := Finding{What: k + " (" + what + ") is deleted"}
+		r, still := left[k]
+		switch {
+		case still:
+			f.Detail = fmt.Sprintf("the database still has it (%s): %s", r, why)
+		case !existed(k):
+			f.Detail = never(k)
+		default:
+			f.Passed, f.Detail = true, "the database shows it deleted"
+		}
+		out = append(out, f)
+	}
+	mustStay := func(k, what, why string) {
+		f := Finding{What: k + " (" + what + ") is kept"}
+		_, still := left[k]
+		switch {
+		case still:
+			f.Passed, f.Detail = true, "the database still has it"
+		case !existed(k):
+			f.Detail = never(k)
+		case deletedEv[k] || !truncated:
+			f.Detail = "your clean-up deleted it: " + why
+		default:
+			f.Detail = "the table was emptied (TRUNCATE): delete only what the rule allows, and leave the rest: " + why
+		}
+		out = append(out, f)
+	}
+	mustGo(oldCompleted, "completed, two days old", "a completed key older than 24 hours must go")
+	mustGo(oldStuck, "in progress, two days old, its lock expired", "its lock expired long ago, so no request can still hold it")
+	mustStay(newCompleted, "completed an hour ago", "it is an hour old, and keys are kept for 24 hours")
+	guard := "the lab's: in progress, old, its lock still valid"
+	if m == SQLMode {
+		guard = "in progress, two days old, its lock still valid"
+	}
+	mustStay(oldLocked, guard, "it is old, but its lock is still valid, so a request may still be working on it")
+	return out
+}
+
+var keyTokenRE = regexp.MustCompile(`[A-Za-z0-9_-]+`)
+
+func listOrNone(keys []string) string {
+	switch len(keys) {
+	case 0:
+		return "no key"
+	case 1:
+		return keys[0]
+	}
+	return strings.Join(keys[:len(keys)-1], ", ") + " and " + keys[len(keys)-1]
+}
+
+// retryWant is each outcome's right answer and why: the reason is told
+// when the answer given is the other one.
+var retryWant = map[string]struct {
+	retry bool
+	why   string
+}{
+	"network": {true, "a network error leaves the outcome unknown: the request may never have arrived, or may have been done; a retry may succeed, and the idempotency key makes it safe (a done transfer is replayed, not repeated)"},
+	"201":     {false, "201 means it is done: there is nothing left to succeed, and a retry would only have the stored answer replayed"},
+	"400":     {false, "400 means the request itself is wrong (here: no valid Idempotency-Key): the same request fails the same way every time, so a retry cannot succeed"},
+	"409":     {true, "409 means the first copy of this request is still in progress: a moment later it may be done, and with the same key the retry gets its stored answer, not a second transfer"},
+	"422":     {false, "422 means the bank refused the request itself (too little money, a frozen account, or a key already used for another request): the same request fails the same way every time, so a retry cannot succeed"},
+	"429":     {true, "429 means not now (too many requests): later it may succeed, and the idempotency key makes the retry safe"},
+	"500":     {true, "a 5xx is the server failing, not the request: it may succeed later, and the idempotency key makes the retry safe"},
+	"503":     {true, "a 5xx is the server failing, not the request (503: unavailable for now): it may succeed later, and the idempotency key makes the retry safe"},
+}
+
+func judgeShouldRetry(_ context.Context, _ *pgxpool.Pool, _ Mode, printed []string) ([]Finding, error) {
+	var out []Finding
+	for i, outcome := range retryOutcomes {
+		want := retryWant[outcome]
+		out = append(out, lineFinding(printed, i, fmt.Sprintf("(%s) says %t", outcome, want.retry), func(l string) string {
+			ws := words(l)
+			// The first outcome the line names must be this one.
+			named := slices.IndexFunc(ws, func(w string) bool { return w == "network" || len(w) == 3 && strings.Trim(w, "0123456789") == "" })
+			if named < 0 || ws[named] != outcome {
+				return fmt.Sprintf("this line is for %s: the outcomes, one a line, in the order %s", outcome, strings.Join(retryOutcomes, ", "))
+			}
+			yes := slices.ContainsFunc(ws[named+1:], func(w string) bool { return w == "true" || w == "yes" })
+			no := slices.ContainsFunc(ws[named+1:], func(w string) bool { return w == "false" || w == "no" })
+			switch {
+			case yes == no:
+				return "after the outcome print true or false"
+			case yes != want.retry:
+				return want.why
+			}
+			return ""
+		}))
+	}
+	out = append(out, noMoreLines(printed, len(retryOutcomes), "eight lines and no more")...)
+	return out, nil
+}
 
 // RunSQL runs a learner's statement with the exercise's parameters and
 // prints, as a program would, the keys it returned and the keys left.
-func RunSQL(ctx context.Context, pool *pgxpool.Pool, ex *Exercise, stmt string) (string, error) {
+func RunSQL(ctx context.Context, pool *pgxpool.Pool, ex *Exercise, stmt string) (Ran, error) {
 	// Bind as many parameters as the statement uses: a statement that
 	// ignores $2 is wrong, and the checks will say how.
 	used := 0
@@ -224,52 +886,44 @@ func RunSQL(ctx context.Context, pool *pgxpool.Pool, ex *Exercise, stmt string) 
 		n, _ := strconv.Atoi(m[1])
 		used = max(used, min(n, len(ex.SQLArgs)))
 	}
+	failed := func(err error) (Ran, error) {
+		return Ran{Failed: &Finding{What: "your statement runs", Detail: err.Error()}}, nil
+	}
 	rows, err := pool.Query(ctx, stmt, ex.SQLArgs[:used]...)
 	if err != nil {
-		return "", &LearnerError{err}
+		return failed(err)
 	}
-	deleted, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", &LearnerError{fmt.Errorf("%w (it must return the keys it deleted: RETURNING key)", err)}
+	var deleted []string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			rows.Close()
+			return failed(err)
+		}
+		if len(vals) != 1 {
+			rows.Close()
+			return failed(fmt.Errorf("it returns %d columns: return the key alone (RETURNING key)", len(vals)))
+		}
+		k, ok := vals[0].(string)
+		if !ok {
+			rows.Close()
+			return failed(fmt.Errorf("it returns %T, not the key: RETURNING key", vals[0]))
+		}
+		deleted = append(deleted, k)
 	}
-	rows, err = pool.Query(ctx, "SELECT key FROM idempotency_keys ORDER BY key")
-	if err != nil {
-		return "", err
+	if err := rows.Err(); err != nil {
+		var pgErr interface{ SQLState() string }
+		if errors.As(err, &pgErr) {
+			return failed(err)
+		}
+		return Ran{}, err
 	}
-	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	kept, err := keyNames(ctx, pool)
 	if err != nil {
-		return "", err
+		return Ran{}, err
 	}
 	slices.Sort(deleted)
-	return "deleted: " + nodeList(deleted) + "\nkept: " + nodeList(kept) + "\n", nil
-}
-
-// comparePrinted checks the printed lines against the wanted ones, line
-// by line, forgiving what differs between languages: spacing, quotes and
-// letter case.
-func comparePrinted(want []string, printed string) []Finding {
-	got := strings.Split(strings.TrimRight(printed, "\n"), "\n")
-	var out []Finding
-	for i, w := range want {
-		f := Finding{What: fmt.Sprintf("line %d prints %q", i+1, w), Passed: true}
-		switch {
-		case i >= len(got) || strings.TrimSpace(got[i]) == "":
-			f.Passed, f.Detail = false, "nothing was printed there"
-		case canonical(got[i]) != canonical(w):
-			f.Passed, f.Detail = false, fmt.Sprintf("printed %q", strings.TrimSpace(got[i]))
-		}
-		out = append(out, f)
-	}
-	if len(got) > len(want) {
-		out = append(out, Finding{What: fmt.Sprintf("%d lines and no more", len(want)), Detail: fmt.Sprintf("also printed %q", got[len(want)])})
-	}
-	return out
+	return Ran{Printed: "deleted: " + nodeList(deleted) + "\nkept: " + nodeList(kept) + "\n"}, nil
 }
 
 var paramRE = regexp.MustCompile(`\$(\d+)`)
-
-func canonical(s string) string {
-	s = strings.ToLower(s)
-	s = strings.NewReplacer("'", "", "\"", "", " ", "", "\t", "").Replace(s)
-	return s
-}

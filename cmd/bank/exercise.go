@@ -1,15 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,12 +35,18 @@ program (any language; it finds the database in $DATABASE_URL) or your SQL
 statement (--sql FILE, with the exercise's parameters bound as $1, $2), and
 check what it printed and what it left in the database.
 
---hint shows the next hint (one more each time); --solution shows the lab's own
-solution and runs it.
+bank exercise NAME alone shows what will be checked: the rows prepared, the lines
+the lesson's solution prints, and the rules your lines are read by.
+
+--hint shows the next hint (one each time); --solution shows the lab's own
+solution, runs it and checks it as yours would be checked.
+
+A program is stopped after 30 seconds, or as soon as it prints more than 1 MiB.
 
 Exit status: 0 passed, 1 not yet, 2 for a bad command line, 3 when PostgreSQL
 or your program could not be started.`,
 		Example: `  bank exercise list
+  bank exercise ship
   bank exercise ship -- node ship.js
   bank exercise cleanup --sql cleanup.sql
   bank exercise should-retry -- python3 should_retry.py
@@ -68,11 +75,10 @@ or your program could not be started.`,
 			case f.hint:
 				return a.nextHint(ex)
 			case f.solution:
-				fmt.Fprintf(a.io.Out, "the lab's solution to %s:\n%s\n\nrun by the lab:\n\n", ex.Name, indent(ex.Solution))
-				return a.runScenarios(cmd.Context(), ex.Scenario, scenarioFlags{})
+				return a.showSolution(cmd.Context(), ex)
 			case f.sql != "" && program != nil:
 				return usagef("give either --sql FILE or -- CMD, not both")
-			case f.sql != "" && ex.SQLArgs == nil:
+			case f.sql != "" && !ex.IsSQL():
 				return usagef("%s is not a SQL exercise: run your program with -- CMD", ex.Name)
 			case f.sql == "" && len(program) == 0:
 				a.showTask(ex)
@@ -83,7 +89,7 @@ or your program could not be started.`,
 	}
 	cmd.Flags().StringVar(&f.sql, "sql", "", "check this SQL statement instead of a program (the clean-up exercise)")
 	cmd.Flags().BoolVar(&f.hint, "hint", false, "show the next hint")
-	cmd.Flags().BoolVar(&f.solution, "solution", false, "show the lab's own solution and run it")
+	cmd.Flags().BoolVar(&f.solution, "solution", false, "show the lab's own solution, run it and check it")
 	return cmd
 }
 
@@ -91,14 +97,93 @@ func exerciseEntries() []entry {
 	return entriesOf(scenarios.Exercises, func(x *scenarios.Exercise) entry { return entry{x.Name, x.Summary} })
 }
 
+// The bounds on a learner's program.
+const (
+	programTimeout = 30 * time.Second
+	outputLimit    = 1 << 20  // more output than this, on both streams together, and it is stopped
+	keepStdout     = 64 << 10 // the first bytes of its standard output, checked
+	keepStderr     = 8 << 10  // the last bytes of its standard error, shown
+	stderrLines    = 40       // at most this many of them
+)
+
 func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile string, program []string) error {
 	var stmt []byte
+	mode, who := scenarios.ProgramMode, "your program: "+strings.Join(program, " ")
 	if sqlFile != "" {
 		var err error
 		if stmt, err = os.ReadFile(sqlFile); err != nil {
 			return usagef("--sql: %v", err)
 		}
+		mode, who = scenarios.SQLMode, "your statement: "+sqlFile
 	}
+	color, err := a.colorOn()
+	if err != nil {
+		return err
+	}
+	// Over TCP, so that the URL works in every language's driver.
+	db, err := a.openDatabaseFor(ctx, labTemplate(), true)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	fmt.Fprintln(a.io.Out, ex.Prompt(mode))
+	var run *programRun
+	attempt, err := scenarios.CheckExercise(ctx, db.cluster, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (scenarios.Ran, error) {
+		if stmt != nil {
+			return scenarios.RunSQL(ctx, pool, ex, string(stmt))
+		}
+		var err error
+		if run, err = runProgram(ctx, program, dbURL); err != nil {
+			return scenarios.Ran{}, err
+		}
+		if run.tooMuch {
+			return scenarios.Ran{}, fmt.Errorf("your program printed more than %s; it was stopped", sizeOf(outputLimit))
+		}
+		return scenarios.Ran{Printed: run.stdout, Failed: run.failed()}, nil
+	})
+	if err != nil {
+		return err
+	}
+	w := a.io.Out
+	fmt.Fprintf(w, "== checking %s\n\n", who)
+	printFindings(w, attempt, color)
+	if run != nil && run.stdoutCut {
+		fmt.Fprintf(w, "\n(it printed more than %s: only the first %s were checked)\n", sizeOf(keepStdout), sizeOf(keepStdout))
+	}
+	if run != nil && run.stderr != "" && (!attempt.Passed() || run.failed() != nil) {
+		fmt.Fprintf(w, "\nyour program's standard error, %s:\n%s\n", run.stderrHeading(), indent(run.stderrShown()))
+		if tip := ex.Tip(run.stderr); tip != "" {
+			fmt.Fprintf(w, "that is: %s\n", tip)
+		}
+	}
+	if attempt.Passed() {
+		fmt.Fprintf(w, "\npassed: every check holds. See the lab's own: bank exercise %s --solution\n", ex.Name)
+		return nil
+	}
+	fmt.Fprintf(w, "\nnot yet. A hint: bank exercise %s --hint\n", ex.Name)
+	return silentExit{exitNotAsTaught}
+}
+
+func printFindings(w io.Writer, attempt scenarios.Attempt, color bool) {
+	for _, f := range attempt.Findings {
+		mark := "ok     "
+		if !f.Passed {
+			mark = "NOT YET"
+			if color {
+				mark = "\x1b[31m" + mark + "\x1b[0m"
+			}
+		}
+		line := "  " + mark + "  " + f.What
+		if f.Detail != "" {
+			line += ": " + f.Detail
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// showSolution shows the lab's own solution, then runs it on the database
+// the exercise prepares for a program and checks it as a learner's is.
+func (a *app) showSolution(ctx context.Context, ex *scenarios.Exercise) error {
 	color, err := a.colorOn()
 	if err != nil {
 		return err
@@ -108,90 +193,228 @@ func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile
 		return err
 	}
 	defer db.close()
-	var stderr string
-	attempt, err := scenarios.CheckExercise(ctx, db.cluster, ex, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (string, error) {
-		if stmt != nil {
-			return scenarios.RunSQL(ctx, pool, ex, string(stmt))
-		}
-		out, errOut, err := runProgram(ctx, program, dbURL)
-		stderr = errOut
-		return out, err
+	var printed string
+	attempt, err := scenarios.CheckExercise(ctx, db.cluster, ex, scenarios.ProgramMode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (scenarios.Ran, error) {
+		ran, err := ex.OwnSolution(ctx, dbURL, pool)
+		printed = ran.Printed
+		return ran, err
 	})
 	if err != nil {
 		return err
 	}
 	w := a.io.Out
-	fmt.Fprintf(w, "== exercise %s\n\n", ex.Name)
-	for _, f := range attempt.Findings {
-		mark := "ok     "
-		if !f.Passed {
-			mark = "NOT YET"
-		}
-		if color && !f.Passed {
-			mark = "\x1b[31m" + mark + "\x1b[0m"
-		}
-		line := "  " + mark + "  " + f.What
-		if f.Detail != "" {
-			line += ": " + f.Detail
-		}
-		fmt.Fprintln(w, line)
+	fmt.Fprintf(w, "the lab's solution to %s:\n%s\n\n", ex.Name, indent(ex.Solution))
+	fmt.Fprintf(w, "run by the lab on the database a program gets, it printed:\n%s\n\nchecked as yours is:\n", indent(strings.TrimRight(printed, "\n")))
+	printFindings(w, attempt, color)
+	if !attempt.Passed() {
+		return silentExit{exitNotAsTaught}
 	}
-	if attempt.Passed() {
-		fmt.Fprintf(w, "\npassed: every check holds. See the lab's own: bank exercise %s --solution\n", ex.Name)
+	return nil
+}
+
+// programRun is how a learner's program ran, with no more of its output
+// kept than the bounds allow.
+type programRun struct {
+	stdout    string // the first keepStdout bytes of its standard output
+	stdoutCut bool   // it printed more than that
+	stderr    string // the last keepStderr bytes of its standard error
+	stderrCut bool   // it wrote more than that
+	exit      int    // its exit status; -1 when it was stopped
+	timedOut  bool   // stopped after programTimeout
+	tooMuch   bool   // stopped for printing more than outputLimit
+	total     int64  // bytes it wrote, on both streams
+	kept      int    // bytes of buffer the lab held for its output
+}
+
+// failed is the finding for a program that did not run to the end.
+func (r *programRun) failed() *scenarios.Finding {
+	why := ""
+	switch {
+	case r.timedOut:
+		why = fmt.Sprintf("it was stopped after %s: does it wait for something, or leave its database connection open (db.end(), conn.close())?", programTimeout)
+	case r.exit != 0:
+		why = fmt.Sprintf("it exited with status %d", r.exit)
+		if r.stderr != "" {
+			why += "; its standard error is below"
+		}
+	default:
 		return nil
 	}
-	if stderr != "" {
-		fmt.Fprintf(w, "\nyour program's standard error ended with:\n%s\n", indent(lastLinesOf(stderr, 5)))
-	}
-	fmt.Fprintf(w, "\nnot yet. A hint: bank exercise %s --hint\n", ex.Name)
-	return silentExit{exitNotAsTaught}
+	return &scenarios.Finding{What: "your program runs to the end", Detail: why}
 }
 
-// runProgram runs the learner's program with the exercise's database in
-// its environment, bounded to 30 seconds, and returns what it printed.
-// A program that exits with an error still has its output checked.
-func runProgram(ctx context.Context, program []string, dbURL string) (stdout, stderr string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, program[0], program[1:]...)
+func (r *programRun) stderrShown() string {
+	s := strings.TrimRight(r.stderr, "\n")
+	if r.stderrCut { // the first line kept is likely a piece of one
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return lastLinesOf(s, stderrLines)
+}
+
+func (r *programRun) stderrHeading() string {
+	shown := r.stderrShown()
+	if !r.stderrCut && shown == strings.TrimRight(r.stderr, "\n") {
+		return "all of it"
+	}
+	if n := strings.Count(shown, "\n") + 1; n > 1 {
+		return fmt.Sprintf("the last %d lines", n)
+	}
+	return "its last line"
+}
+
+// output keeps a bounded part of what a program writes: the head of its
+// standard output, for the checks, and the tail of its standard error, to
+// show. It counts everything, and says when the total passes the limit.
+type output struct {
+	mu        sync.Mutex
+	total     int64
+	head      []byte // capacity keepStdout, never grown
+	tail      []byte // capacity keepStderr, never grown
+	headCut   bool
+	tailCut   bool
+	over      chan struct{}
+	closeOver sync.Once
+}
+
+func newOutput() *output {
+	return &output{head: make([]byte, 0, keepStdout), tail: make([]byte, 0, keepStderr), over: make(chan struct{})}
+}
+
+type outputStream struct {
+	o      *output
+	stderr bool
+}
+
+func (s outputStream) Write(p []byte) (int, error) {
+	o := s.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.total += int64(len(p))
+	if o.total > outputLimit {
+		o.closeOver.Do(func() { close(o.over) })
+		return len(p), nil // discarded: the program is being stopped
+	}
+	if !s.stderr {
+		n := min(len(p), cap(o.head)-len(o.head))
+		o.head = append(o.head, p[:n]...)
+		o.headCut = o.headCut || n < len(p)
+		return len(p), nil
+	}
+	if len(p) >= cap(o.tail) {
+		o.tailCut = o.tailCut || len(o.tail) > 0 || len(p) > cap(o.tail)
+		o.tail = append(o.tail[:0], p[len(p)-cap(o.tail):]...)
+		return len(p), nil
+	}
+	if drop := len(o.tail) + len(p) - cap(o.tail); drop > 0 {
+		o.tailCut = true
+		o.tail = o.tail[:copy(o.tail, o.tail[drop:])]
+	}
+	o.tail = append(o.tail, p...)
+	return len(p), nil
+}
+
+// runProgram runs the learner's program, with everything it starts, with
+// the exercise's database in its environment. It is stopped after
+// programTimeout, or once it has printed more than outputLimit; of its
+// output only the bounded parts output keeps are held. A program that
+// exits with an error still has its output checked.
+func runProgram(ctx context.Context, program []string, dbURL string) (*programRun, error) {
+	// The group starts it through a shell, which would report a missing
+	// program as its own exit 127: look first.
+	if _, err := exec.LookPath(program[0]); err != nil {
+		return nil, envError("cannot run %s: %v", program[0], err)
+	}
+	cmd := exec.Command(program[0], program[1:]...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	procs.Bind(cmd, procs.Kill)
-	err = cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case ctx.Err() == context.DeadlineExceeded:
-		return out.String(), errOut.String(), nil // checked as far as it got
-	case errors.As(err, &exit):
-		return out.String(), errOut.String(), nil
-	case err != nil:
-		return "", "", envError("cannot run %s: %v", program[0], err)
+	o := newOutput()
+	cmd.Stdout, cmd.Stderr = outputStream{o, false}, outputStream{o, true}
+	cmd.WaitDelay = 2 * time.Second // a child it left behind may hold its output open
+	g, err := procs.StartGroup(cmd)
+	if err != nil {
+		return nil, envError("cannot run %s: %v", program[0], err)
 	}
-	return out.String(), errOut.String(), nil
+	r := &programRun{}
+	timer := time.NewTimer(programTimeout)
+	defer timer.Stop()
+	select {
+	case <-g.Exited():
+		g.Kill() // anything it left behind
+	case <-o.over:
+		r.tooMuch = true
+		g.Kill()
+	case <-timer.C:
+		r.timedOut = true
+		g.Kill()
+	case <-ctx.Done():
+		g.Kill()
+		return nil, ctx.Err()
+	}
+	var exit *exec.ExitError
+	switch err := g.Err(); {
+	case err == nil:
+	case errors.As(err, &exit):
+		r.exit = exit.ExitCode()
+	default:
+		r.exit = -1
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	select {
+	case <-o.over:
+		r.tooMuch = true // it got there just as it exited
+	default:
+	}
+	r.stdout, r.stdoutCut = string(o.head), o.headCut
+	r.stderr, r.stderrCut = string(o.tail), o.tailCut
+	r.total, r.kept = o.total, cap(o.head)+cap(o.tail)
+	return r, nil
 }
 
-// nextHint shows the hints opened so far, and one more; it remembers how
-// many were opened in the user's config directory.
-func (a *app) nextHint(ex *scenarios.Exercise) error {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return envError("no place to remember hints: %v (set HOME)", err)
+func sizeOf(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
 	}
-	state := filepath.Join(dir, "bank", "hints-"+ex.Name)
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+// hintFile is where the lab remembers how many of an exercise's hints
+// were shown: the user's cache directory, one file per exercise.
+func hintFile(ex *scenarios.Exercise) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "bank", "hints", ex.Name), nil
+}
+
+// nextHint shows one hint: the first the first time, the next one each
+// time after, and the last again once all were shown.
+func (a *app) nextHint(ex *scenarios.Exercise) error {
+	w := a.io.Out
+	state, err := hintFile(ex)
 	shown := 0
-	if raw, err := os.ReadFile(state); err == nil {
+	if err != nil {
+		fmt.Fprintf(w, "(the lab has nowhere to remember the hints you saw: %v; set HOME)\n", err)
+	} else if raw, err := os.ReadFile(state); err == nil {
 		shown, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
 	}
-	shown = min(shown+1, len(ex.Hints))
-	for i := 0; i < shown; i++ {
-		fmt.Fprintf(a.io.Out, "hint %d of %d:\n%s\n", i+1, len(ex.Hints), indent(ex.Hints[i]))
+	next := shown + 1
+	if next > len(ex.Hints) {
+		next = len(ex.Hints)
+		fmt.Fprintf(w, "you have seen all %d hints; the last again:\n", len(ex.Hints))
 	}
-	if shown == len(ex.Hints) {
-		fmt.Fprintf(a.io.Out, "that was the last hint; the lab's own solution: bank exercise %s --solution\n", ex.Name)
+	fmt.Fprintf(w, "hint %d of %d:\n%s\n", next, len(ex.Hints), indent(ex.Hints[next-1]))
+	if next == len(ex.Hints) {
+		fmt.Fprintf(w, "that was the last hint; the lab's own solution: bank exercise %s --solution\n", ex.Name)
+	} else {
+		fmt.Fprintf(w, "another: bank exercise %s --hint\n", ex.Name)
 	}
-	if err := os.MkdirAll(filepath.Dir(state), 0o700); err == nil {
-		_ = os.WriteFile(state, []byte(strconv.Itoa(shown)), 0o600)
+	if state != "" {
+		if err := os.MkdirAll(filepath.Dir(state), 0o700); err == nil {
+			_ = os.WriteFile(state, []byte(strconv.Itoa(next)+"\n"), 0o600)
+		}
 	}
 	return nil
 }
@@ -206,10 +429,11 @@ func lastLinesOf(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// showTask says what the exercise asks and how to have it checked.
+// showTask says what the exercise checks and how to have it checked.
 func (a *app) showTask(ex *scenarios.Exercise) {
-	fmt.Fprintf(a.io.Out, "exercise %s:\n%s\n\ncheck yours with:\n  bank exercise %s -- CMD [ARGS…]   (your program; DATABASE_URL is in its environment)\n", ex.Name, indent(ex.Task), ex.Name)
-	if ex.SQLArgs != nil {
+	fmt.Fprintln(a.io.Out, ex.Prompt(scenarios.ProgramMode, scenarios.SQLMode))
+	fmt.Fprintf(a.io.Out, "check yours with:\n  bank exercise %s -- CMD [ARGS…]   (your program; DATABASE_URL is in its environment)\n", ex.Name)
+	if ex.IsSQL() {
 		fmt.Fprintf(a.io.Out, "  bank exercise %s --sql FILE       (your statement, with $1 and $2 bound)\n", ex.Name)
 	}
 	fmt.Fprintf(a.io.Out, "stuck? bank exercise %s --hint\n", ex.Name)
