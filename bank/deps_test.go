@@ -31,6 +31,7 @@ func TestDependencyRules(t *testing.T) {
 		{module + "/bank", func(d string) bool { return own(d) && d != module+"/idem" }, "the domain depends only on idem"},
 		{module + "/bank/api", func(d string) bool { return own(d) && d != module+"/bank" && d != module+"/idem" }, "the API composes bank and idem, nothing else"},
 		{module + "/bank/client", own, "the client speaks HTTP only"},
+		{module + "/bank/audit", func(d string) bool { return own(d) && d != module+"/bank" && d != module+"/idem" }, "the checks read the bank's books, nothing else"},
 		{module + "/bank/procs", own, "process lifetime knows nothing of the lab"},
 		{module + "/bank/pgserver", func(d string) bool { return own(d) && d != module+"/bank/procs" }, "the server owner knows no schema: callers give it their template"},
 		{module + "/bank/pgserver/pgtest", func(d string) bool { return own(d) && d != module+"/bank/pgserver" }, "each test package says what its template holds"},

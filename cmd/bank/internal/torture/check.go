@@ -4,15 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/zudojs/bank/bank/audit"
 )
 
 // check reads the final database and the journal and verifies every
-// promise. Each violation names its key.
-func (r *run) check(ctx context.Context, total0 int64) Report {
+// promise, with the lab's one set of checks (bank/audit). Each violation
+// names its key.
+func (r *run) check(ctx context.Context, opening map[int64]int64) Report {
 	rep := Report{Seed: r.cfg.Seed, Intents: len(r.intents), Checks: map[string]int{}}
 	bad := map[string]bool{}
 	fail := func(key, format string, args ...any) {
@@ -23,40 +25,17 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 	}
 	pass := func(check string) { rep.Checks[check]++ }
 
-	var total int64
-	var negative int
-	if err := r.cfg.DB.QueryRow(ctx, "SELECT sum(balance_kobo), count(*) FILTER (WHERE balance_kobo < 0) FROM accounts").Scan(&total, &negative); err != nil {
-		fail("", "reading balances: %v", err)
-		return rep
-	}
-	if total == total0 && negative == 0 {
-		pass("money conserved, no negative balance")
-	} else {
-		fail("", "money: total %d before, %d after; %d negative balances", total0, total, negative)
-	}
-
-	// Transfers per intent, by its unique amount.
-	count := map[int64]int{}
-	ids := map[int64][]int64{}
-	rows, err := r.cfg.DB.Query(ctx, "SELECT id, amount_kobo FROM transfers ORDER BY id")
+	books, err := audit.Read(ctx, r.cfg.DB, opening)
 	if err != nil {
-		fail("", "reading transfers: %v", err)
+		fail("", "reading the bank: %v", err)
 		return rep
 	}
-	for rows.Next() {
-		var id, amount int64
-		if err := rows.Scan(&id, &amount); err != nil {
-			rows.Close()
-			fail("", "reading transfers: %v", err)
-			return rep
+	for _, f := range []audit.Finding{books.Conserved(), books.LedgerAgrees()} {
+		if f.Holds {
+			pass(f.Check)
+		} else {
+			fail("", "%s: %s", f.Check, f.Detail)
 		}
-		count[amount]++
-		ids[amount] = append(ids[amount], id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		fail("", "reading transfers: %v", err)
-		return rep
 	}
 	if !r.cfg.Opaque { // an opaque server's keys are its own business
 		var stuck int
@@ -70,71 +49,42 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 		}
 	}
 
-	mine := map[int64]bool{}
-	for _, in := range r.intents {
-		mine[in.amount] = true
+	intents := make([]audit.Intent, len(r.intents))
+	for i, in := range r.intents {
+		intents[i] = audit.Intent{Label: in.key, From: int64(in.from), To: int64(in.to), Kobo: in.amount, Want: 1}
 	}
 	// Money moved twice is what this lab is about: those lines come first,
 	// then transfers nobody asked for (a changed body that was executed),
-	// in order of amount, then the rest.
-	for _, in := range r.intents {
-		if n := count[in.amount]; n > 1 {
-			fail(in.key, "%s moved money %d times (transfers %v)", in.key, n, ids[in.amount])
+	// then the rest.
+	for i, in := range r.intents {
+		if moved := books.Moved(intents[i]); len(moved) > 1 {
+			fail(in.key, "%s moved money %d times (transfers %v)", in.key, len(moved), transferIDs(moved))
 		}
 	}
-	amounts := make([]int64, 0, len(count))
-	for amount := range count {
-		amounts = append(amounts, amount)
+	mine := 0
+	for _, in := range intents {
+		mine += len(books.Moved(in))
 	}
-	slices.Sort(amounts)
-	for _, amount := range amounts {
-		if !mine[amount] {
-			fail("", "%d transfers of %d kobo belong to no intent", count[amount], amount)
-		}
+	if stray := len(books.Transfers) - r.before - mine; stray > 0 {
+		fail("", "%d transfers belong to no intent", stray)
 	}
-	for _, in := range r.intents {
-		n := count[in.amount]
-		if n > 1 {
+	for i, in := range r.intents {
+		if len(books.Moved(intents[i])) > 1 {
 			continue
 		}
 		pass("at most one transfer per key")
-		acked := false
-		var first []byte
-		same := true
+		var replies []audit.Reply
 		for _, a := range in.replies {
 			if a.Kind == "changed-body" {
 				fail(in.key, "%s: the same key with a changed body got %d, not a refusal (422): %s", in.key, a.Status, a.Body)
 				continue
 			}
-			if a.Status/100 == 2 {
-				acked = true
-			}
-			norm := normalize(a.Body)
-			if first == nil {
-				first = norm
-			} else if string(norm) != string(first) {
-				same = false
-			}
+			replies = append(replies, a.reply())
 		}
-		if same {
-			pass("every definitive reply identical")
+		if f := books.Answered(intents[i], replies); f.Holds {
+			pass("replies per key identical, 2xx in ledger")
 		} else {
-			fail(in.key, "%s got different definitive replies", in.key)
-		}
-		if acked && n != 1 {
-			fail(in.key, "%s was acknowledged with 2xx but has %d transfers", in.key, n)
-		} else if acked {
-			pass("every acknowledged transfer present")
-			var receipt struct {
-				TransferID int64 `json:"transferId"`
-				AmountKobo int64 `json:"amountKobo"`
-			}
-			json.Unmarshal(first, &receipt)
-			if receipt.TransferID == ids[in.amount][0] && receipt.AmountKobo == in.amount {
-				pass("reply matches the transfer read back")
-			} else {
-				fail(in.key, "%s: reply %s, transfer read back %v", in.key, first, ids[in.amount])
-			}
+			fail(in.key, "%s", f.Detail)
 		}
 		if !in.resolved {
 			fail(in.key, "%s did not resolve after the faults stopped: %s", in.key, in.settleStory())
@@ -155,14 +105,23 @@ func (r *run) check(ctx context.Context, total0 int64) Report {
 	return rep
 }
 
-// normalize re-encodes a JSON body so key order and spacing do not count.
-func normalize(body string) []byte {
-	var v any
-	if json.Unmarshal([]byte(body), &v) != nil {
-		return []byte(body)
+// reply is an attempt as the audit compares it: its status, its body,
+// and the transfer a 2xx names.
+func (a attempt) reply() audit.Reply {
+	var receipt struct {
+		TransferID int64 `json:"transferId"`
+		AmountKobo int64 `json:"amountKobo"`
 	}
-	b, _ := json.Marshal(v)
-	return b
+	json.Unmarshal([]byte(a.Body), &receipt)
+	return audit.Reply{Status: a.Status, Body: a.Body, TransferID: receipt.TransferID, Kobo: receipt.AmountKobo}
+}
+
+func transferIDs(ts []audit.Transfer) []int64 {
+	ids := make([]int64, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	return ids
 }
 
 // settleStory says what the settle phase did with an intent that never

@@ -95,7 +95,11 @@ func (r *run) drive(ctx context.Context, rnd *mrand.Rand, in *intent) {
 			replica = rnd.IntN(len(r.cfg.Replicas))
 		}
 	}
-	switch p := rnd.Float64(); {
+	// Which copies follow is drawn from the seed and the intent's number,
+	// not from the client's stream (whose draws depend on how many retries
+	// the timing caused), so that a seed always makes the same mix: a
+	// short run is never left without, say, a concurrent duplicate.
+	switch p := mrand.New(mrand.NewPCG(r.cfg.Seed, uint64(in.n)<<8|0x6b)).Float64(); {
 	case p < 0.15:
 		r.count("duplicate")
 		r.keep(in, r.send(ctx, replica+1, in.key, in.body, "duplicate"))

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/bank/audit"
 )
 
 // Replica is one bank serve process under the run's control.
@@ -82,6 +84,7 @@ type attempt struct {
 }
 
 type intent struct {
+	n        int // its number in the run: the draw of its client-side faults
 	key      string
 	from, to int
 	amount   int64
@@ -124,6 +127,7 @@ type run struct {
 	dispatched        atomic.Int64 // intents handed to clients so far
 	loadOver          atomic.Bool
 	late5xx           []string // keys that got a 5xx after the faults stopped
+	before            int      // transfers in the bank before the run
 	// http gives up on an attempt after half the lock TTL, so a client
 	// stuck on a paused replica retries elsewhere while the lock is held.
 	http *http.Client
@@ -184,15 +188,19 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			}
 		}
 		amount := int64(100 + i)
-		r.intents = append(r.intents, &intent{
+		r.intents = append(r.intents, &intent{n: i,
 			key: fmt.Sprintf("torture-%d-%06d-%s", cfg.Seed, i, randomHex(4)), from: from, to: to, amount: amount,
 			body: fmt.Sprintf(`{"from":%d,"to":%d,"amountKobo":%d}`, from, to, amount),
 		})
 	}
-	var total0 int64
-	if err := cfg.DB.QueryRow(ctx, "SELECT sum(balance_kobo) FROM accounts").Scan(&total0); err != nil {
+	// The books as the run finds them: what each account opened with,
+	// for the audit at the end, and the transfers already there.
+	start, err := audit.Read(ctx, cfg.DB, nil)
+	if err != nil {
 		return Report{}, err
 	}
+	opening := start.AsOpening()
+	r.before = len(start.Transfers)
 
 	// The load, with faults from a schedule drawn from the seed.
 	work := make(chan *intent)
@@ -267,7 +275,7 @@ dispatch:
 		return Report{}, err
 	}
 	resolved := time.Since(lastFault)
-	rep := r.check(ctx, total0)
+	rep := r.check(ctx, opening)
 	rep.ResolveMs = resolved.Milliseconds()
 	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
 	if n := len(r.lat); n > 0 {
