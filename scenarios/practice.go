@@ -336,7 +336,15 @@ func CheckExercise(ctx context.Context, cluster *pgserver.Cluster, ex *Exercise,
 			return Attempt{}, fmt.Errorf("preparing the exercise: %w", err)
 		}
 	}
-	ran, err := run(ctx, db.URL, pool)
+	// The learner's code gets a role that owns this database and nothing
+	// else (on the lab's own server; a --database-url is used as given).
+	url := db.URL
+	if cluster.Owned() {
+		if url, err = db.Confine(ctx); err != nil {
+			return Attempt{}, err
+		}
+	}
+	ran, err := run(ctx, url, pool)
 	if err != nil {
 		return Attempt{}, err
 	}
@@ -570,7 +578,8 @@ var lessonKeys = []string{oldCompleted, newCompleted, oldStuck}
 const keyAudit = `
 CREATE SCHEMA bank_lab;
 CREATE TABLE bank_lab.key_events (id bigserial PRIMARY KEY, op text NOT NULL, user_id bigint, key text);
-CREATE FUNCTION bank_lab.record_key() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION bank_lab.record_key() RETURNS trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = bank_lab, pg_temp AS $$
 BEGIN
   IF TG_OP = 'TRUNCATE' THEN
     INSERT INTO bank_lab.key_events (op) VALUES ('T');
@@ -614,7 +623,7 @@ func prepareCleanup(ctx context.Context, db *pgxpool.Pool, m Mode) error {
 	return err
 }
 
-func keyNames(ctx context.Context, db *pgxpool.Pool) ([]string, error) {
+func keyNames(ctx context.Context, db bank.DB) ([]string, error) {
 	rows, err := db.Query(ctx, "SELECT key FROM idempotency_keys ORDER BY key")
 	if err != nil {
 		return nil, err
@@ -878,7 +887,7 @@ func judgeShouldRetry(_ context.Context, _ *pgxpool.Pool, _ Mode, printed []stri
 
 // RunSQL runs a learner's statement with the exercise's parameters and
 // prints, as a program would, the keys it returned and the keys left.
-func RunSQL(ctx context.Context, pool *pgxpool.Pool, ex *Exercise, stmt string) (Ran, error) {
+func RunSQL(ctx context.Context, db bank.DB, ex *Exercise, stmt string) (Ran, error) {
 	// Bind as many parameters as the statement uses: a statement that
 	// ignores $2 is wrong, and the checks will say how.
 	used := 0
@@ -889,7 +898,7 @@ func RunSQL(ctx context.Context, pool *pgxpool.Pool, ex *Exercise, stmt string) 
 	failed := func(err error) (Ran, error) {
 		return Ran{Failed: &Finding{What: "your statement runs", Detail: err.Error()}}, nil
 	}
-	rows, err := pool.Query(ctx, stmt, ex.SQLArgs[:used]...)
+	rows, err := db.Query(ctx, stmt, ex.SQLArgs[:used]...)
 	if err != nil {
 		return failed(err)
 	}
@@ -918,7 +927,7 @@ func RunSQL(ctx context.Context, pool *pgxpool.Pool, ex *Exercise, stmt string) 
 		}
 		return Ran{}, err
 	}
-	kept, err := keyNames(ctx, pool)
+	kept, err := keyNames(ctx, db)
 	if err != nil {
 		return Ran{}, err
 	}

@@ -45,7 +45,7 @@ func dirMode(account *runAs) os.FileMode {
 func ensureCacheDir(dir string, mode os.FileMode) error {
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return fmt.Errorf("cache directory: %w", err)
+		return fmt.Errorf("cannot make the lab's cache directory %s (%v): set BANK_CACHE_DIR to a directory of your own, or HOME to your home", dir, errors.Unwrap(err))
 	}
 	real, err := filepath.EvalSymlinks(parent)
 	if err != nil {

@@ -50,6 +50,7 @@ type Database struct {
 	Name string
 	URL  string
 	c    *Cluster
+	role string // Confine's role, dropped with the database
 }
 
 // Open checks that the server at adminURL answers and that the template
@@ -234,9 +235,35 @@ func (c *Cluster) Own(ctx context.Context) error {
 			}
 		}})
 	}
+	// The learner's roles (Confine) connect to their own databases only;
+	// the leftovers of a run that was killed are dropped with them.
+	a.do(job{leftOver: true, run: func(ctx context.Context, conn *pgx.Conn) {
+		if conn == nil {
+			return
+		}
+		for _, db := range []string{"postgres", c.tmpl.name()} {
+			conn.Exec(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE "+pgx.Identifier{db}.Sanitize()+" FROM PUBLIC")
+		}
+		rows, err := conn.Query(ctx, `SELECT rolname FROM pg_roles r WHERE starts_with(rolname, $1) AND rolname LIKE '%\_owner'
+			AND NOT EXISTS (SELECT 1 FROM pg_database d WHERE d.datdba = r.oid)`, c.tmpl.Prefix+"_s_")
+		if err != nil {
+			return
+		}
+		roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return
+		}
+		for _, r := range roles {
+			conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{r}.Sanitize())
+		}
+	}})
 	c.aside = a
 	return nil
 }
+
+// Owned reports whether the server is the lab's own (Own was called), not
+// one the learner named with --database-url.
+func (c *Cluster) Owned() bool { return c.aside != nil }
 
 // spareName names a spare of this template (with suffix "", the prefix
 // every such name starts with).
@@ -252,13 +279,26 @@ func (c *Cluster) NewDatabase(ctx context.Context, label string) (*Database, err
 		spare := c.aside.take()
 		defer c.aside.cloneAhead()
 		if spare != "" && c.admin1(ctx, "ALTER DATABASE "+pgx.Identifier{spare}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize()) == nil {
-			return d, nil
+			return d, d.private(ctx)
 		}
 	}
 	if err := c.admin1(ctx, c.cloneSQL(name)); err != nil {
 		return nil, fmt.Errorf("creating database %s: %w", name, err)
 	}
-	return d, nil
+	return d, d.private(ctx)
+}
+
+// private keeps every role but the admin (and Confine's) out of a
+// database of the lab's own server: a learner's role connects to its own
+// database only.
+func (d *Database) private(ctx context.Context) error {
+	if d.c.aside == nil {
+		return nil // not ours: its owner decides who connects
+	}
+	if err := d.c.admin1(ctx, "REVOKE CONNECT, TEMPORARY ON DATABASE "+pgx.Identifier{d.Name}.Sanitize()+" FROM PUBLIC"); err != nil {
+		return fmt.Errorf("making database %s private: %w", d.Name, err)
+	}
+	return nil
 }
 
 func (c *Cluster) cloneSQL(name string) string {
@@ -281,7 +321,7 @@ func (c *Cluster) admin1(ctx context.Context, sql string) error {
 func (d *Database) Drop(ctx context.Context) error {
 	if a := d.c.aside; a != nil && a.do(job{leftOver: true, run: func(ctx context.Context, conn *pgx.Conn) {
 		if conn != nil {
-			drop(ctx, conn, d.Name)
+			d.drop(ctx, conn)
 		}
 	}}) {
 		return nil
@@ -291,8 +331,84 @@ func (d *Database) Drop(ctx context.Context) error {
 		return err
 	}
 	defer done()
-	return drop(ctx, conn, d.Name)
+	return d.drop(ctx, conn)
 }
+
+// drop removes the database, and its role if Confine made one.
+func (d *Database) drop(ctx context.Context, conn *pgx.Conn) error {
+	err := drop(ctx, conn, d.Name)
+	if err == nil && d.role != "" {
+		_, err = conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{d.role}.Sanitize())
+	}
+	return err
+}
+
+// Confine gives the database a role of its own, for code the lab did
+// not write (a learner's server or program): a login that owns this
+// database and its tables and nothing else: no superuser, no CREATEDB or
+// CREATEROLE, none of the pg_* roles that reach the server's files or
+// run programs (so COPY … TO PROGRAM and file reads are refused), and no
+// connection to another database of the server's (on the lab's own
+// server every database, but its template and postgres, is private). It returns a URL as that role, with a fresh
+// password; Drop removes the role with the database.
+func (d *Database) Confine(ctx context.Context) (string, error) {
+	u, err := url.Parse(d.URL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("confining %s: its URL is not a postgres:// URL", d.Name)
+	}
+	role := d.Name + "_owner"
+	password := randomHex(16)
+	ident := pgx.Identifier{role}.Sanitize()
+	db := pgx.Identifier{d.Name}.Sanitize()
+	// In one transaction: a role that owns no database is a leftover that
+	// Own's clean-up may drop, so this one must never be seen without its
+	// database.
+	err = func() error {
+		conn, done, err := d.c.session(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		for _, stmt := range []string{
+			"CREATE ROLE " + ident + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '" + password + "'",
+			"ALTER DATABASE " + db + " OWNER TO " + ident,
+			"REVOKE ALL ON DATABASE " + db + " FROM PUBLIC",
+			"GRANT CONNECT, TEMPORARY ON DATABASE " + db + " TO " + ident,
+		} {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return tx.Commit(ctx)
+	}()
+	if err != nil {
+		return "", fmt.Errorf("confining %s: %w", d.Name, err)
+	}
+	d.role = role
+	// Its tables (the template's) become the role's too, inside the
+	// database, as the admin.
+	conn, err := connect(ctx, d.URL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, `DO $$ DECLARE t record; BEGIN
+		FOR t IN SELECT format('%I.%I', schemaname, tablename) AS name FROM pg_tables WHERE schemaname = 'public' LOOP
+			EXECUTE 'ALTER TABLE ' || t.name || ' OWNER TO '|| `+quoteLiteral(ident)+`;
+		END LOOP; END $$`)
+	if err != nil {
+		return "", fmt.Errorf("confining %s: %w", d.Name, err)
+	}
+	u.User = url.UserPassword(role, password)
+	return u.String(), nil
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func drop(ctx context.Context, conn *pgx.Conn, name string) error {
 	// Sessions that were just closed take a moment to end on the server.

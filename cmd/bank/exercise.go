@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -130,7 +131,13 @@ func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile
 	var run *programRun
 	attempt, err := scenarios.CheckExercise(ctx, db.cluster, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (scenarios.Ran, error) {
 		if stmt != nil {
-			return scenarios.RunSQL(ctx, pool, ex, string(stmt))
+			// The learner's statement runs as the learner's role.
+			conn, err := pgx.Connect(ctx, dbURL)
+			if err != nil {
+				return scenarios.Ran{}, err
+			}
+			defer conn.Close(context.WithoutCancel(ctx))
+			return scenarios.RunSQL(ctx, conn, ex, string(stmt))
 		}
 		var err error
 		if run, err = runProgram(ctx, program, dbURL); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios"
 )
 
@@ -421,4 +422,20 @@ func TestExerciseLessonSolutionsPython(t *testing.T) {
 		{"cleanup", "cleanup-no-lock-check.py", false, []string{"NOT YET  old-locked (the lab's: in progress, old, its lock still valid) is kept: your clean-up deleted it"}},
 		{"should-retry", "should_retry_422.py", false, []string{`NOT YET  line 5 (422) says false`, "fails the same way every time"}},
 	})
+}
+
+// TestLearnersSQLIsNotSuperuser: on the lab's own server the learner's
+// statement runs as a role that owns its database and nothing else, so
+// COPY … TO PROGRAM (a shell as the server's account) and server file
+// reads are refused with a permission error.
+func TestLearnersSQLIsNotSuperuser(t *testing.T) {
+	t.Parallel()
+	cache := pgtest.CacheDir(t)
+	for _, stmt := range []string{"COPY (SELECT 1) TO PROGRAM 'id'", "SELECT pg_read_file('PG_VERSION')"} {
+		cmd := command(t, cache, "exercise", "cleanup", "--sql", learnerFile(t, "evil.sql", stmt))
+		out, err := cmd.CombinedOutput()
+		if code := exitOf(err); code != exitNotAsTaught || !strings.Contains(string(out), "SQLSTATE 42501") {
+			t.Errorf("%s: exit %d, want 1 and a permission error (42501):\n%s", stmt, code, out)
+		}
+	}
 }

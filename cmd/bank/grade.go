@@ -96,12 +96,22 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	defer db.close()
 	cfg := grade.Config{
 		Command: command, Env: os.Environ(), LockTTL: f.lockTTL, StartTimeout: f.startTimeout, Only: f.only,
-		NewDatabase: func(ctx context.Context, label string) (string, func(), error) {
+		NewDatabase: func(ctx context.Context, label string) (string, string, func(), error) {
 			d, err := db.cluster.NewDatabase(ctx, label)
 			if err != nil {
-				return "", nil, err
+				return "", "", nil, err
 			}
-			return d.URL, func() { d.Drop(context.WithoutCancel(ctx)) }, nil
+			drop := func() { d.Drop(context.WithoutCancel(ctx)) }
+			// The learner's server gets a role that owns its database and
+			// nothing else; a --database-url is used as given.
+			url := d.URL
+			if db.cluster.Owned() {
+				if url, err = d.Confine(ctx); err != nil {
+					drop()
+					return "", "", nil, err
+				}
+			}
+			return d.URL, url, drop, nil
 		},
 	}
 	if !f.json {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +86,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--rounds", "0"}, "--rounds must be at least 1"},
 		{[]string{"bench", "--duration", "300ms", "--rounds", "5"}, "use --duration 500ms or more, or fewer --rounds"},
 		{[]string{"bench", "--clients", "0"}, "--clients must be at least 1"},
+		// The demo tokens are public: only loopback, unless the risk is named.
+		{[]string{"serve", "--addr", "0.0.0.0:0"}, "not a loopback address: the demo tokens (token-ada, …) are public"},
+		{[]string{"serve", "--addr", "[::]:0"}, "say --expose-with-public-tokens"},
 	} {
 		r := cli(t, nil, c.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
@@ -364,5 +368,22 @@ func TestMistakeThroughTheFrontDoor(t *testing.T) {
 	out, err := command(t, pgtest.CacheDir(t), "mistake", "memory-keys").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "mistake reproduced") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// TestNoCacheDirSaysWhatToSet: a cache directory that cannot be made
+// (here a file stands in its way, which stops root too) is an
+// environment failure that names the variable that fixes it.
+func TestNoCacheDirSaysWhatToSet(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bankBinary(t), "scenario", "naive")
+	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+filepath.Join(file, "cache"), "DATABASE_URL=")
+	out, err := cmd.CombinedOutput()
+	if code := exitOf(err); code != exitEnv || !strings.Contains(string(out), "set BANK_CACHE_DIR") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+		t.Errorf("exit %d, %q; want exit 3 and one line naming BANK_CACHE_DIR", code, out)
 	}
 }

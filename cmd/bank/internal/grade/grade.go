@@ -33,8 +33,10 @@ type Config struct {
 	Only         []string      // the checks to run; empty means all
 
 	// NewDatabase makes a fresh bank for one check and returns its URL
-	// and a function that drops it.
-	NewDatabase func(ctx context.Context, label string) (url string, drop func(), err error)
+	// (for the grader, which reads everything and throws the faults), the
+	// URL the learner's server gets (a role that owns that database and
+	// nothing else, or the same URL), and a function that drops it.
+	NewDatabase func(ctx context.Context, label string) (url, serverURL string, drop func(), err error)
 
 	Progress io.Writer // a line as each check starts, or nil
 }
@@ -125,7 +127,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 	res := Result{Name: c.Name, Title: c.Title, Required: c.Required, Verdict: Pass}
-	url, drop, err := cfg.NewDatabase(ctx, c.Name)
+	url, serverURL, drop, err := cfg.NewDatabase(ctx, c.Name)
 	if err != nil {
 		return res, err
 	}
@@ -135,7 +137,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 		return res, err
 	}
 	defer pool.Close()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: url, res: &res}
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res}
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {
