@@ -34,11 +34,10 @@ Everything is in the bank binary; nothing is fetched. Ctrl-C stops it.`,
 }
 
 func (a *app) lab(ctx context.Context, addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return usagef("--addr %q is not host:port, such as 127.0.0.1:8090", addr)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !loopback(addr) {
 		return usagef("--addr must be a loopback address (127.0.0.1 or localhost): bank lab is for this machine only")
 	}
 	self, err := os.Executable()

@@ -48,7 +48,7 @@ The mistakes, in the order of the lesson's table:
 }
 
 func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) error {
-	o, err := a.showOptions(f)
+	o, err := a.showOptions(ctx, f)
 	if err != nil {
 		return err
 	}

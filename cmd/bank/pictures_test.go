@@ -75,7 +75,7 @@ func TestPictureUsage(t *testing.T) {
 		{[]string{"scenario", "crash", "--diagram", "--step"}, "use bank lab to step through a diagram"},
 		{[]string{"mistake", "no-fencing", "--diagram", "--explain"}, "use --html FILE or bank lab"},
 		{[]string{"scenario", "crash", "--html", filepath.Join(dir, "no", "such", "dir", "x.html")}, "--html: cannot write in"},
-		{[]string{"scenario", "crash", "--html", dir}, "is a directory: name a file"},
+		{[]string{"scenario", "crash", "--html", dir}, "is a directory: name a new file"},
 		{[]string{"lab", "--addr", "0.0.0.0:8090"}, "--addr must be a loopback address"},
 	} {
 		r := cli(t, nil, c.args...)

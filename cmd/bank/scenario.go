@@ -70,7 +70,7 @@ func (a *app) listScenarios() {
 }
 
 // showOptions turns the display flags into the lab's options.
-func (a *app) showOptions(f scenarioFlags) (scenarios.Options, error) {
+func (a *app) showOptions(ctx context.Context, f scenarioFlags) (scenarios.Options, error) {
 	color, err := a.colorOn()
 	if err != nil {
 		return scenarios.Options{}, err
@@ -90,10 +90,26 @@ func (a *app) showOptions(f scenarioFlags) (scenarios.Options, error) {
 	o := scenarios.Options{Explain: f.explain, JSON: f.json, Color: color && !f.json, Keep: f.keep, Diagram: f.diagram}
 	switch {
 	case f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out):
+		// Enter is read on its own goroutine, so that Ctrl-C at the
+		// prompt ends the run at once instead of waiting for a line.
 		in := bufio.NewReader(a.io.In)
+		enter := make(chan struct{})
+		go func() {
+			defer close(enter)
+			for {
+				if _, err := in.ReadString('\n'); err != nil {
+					return
+				}
+				enter <- struct{}{}
+			}
+		}()
 		o.Pause = func(next string) {
 			fmt.Fprintf(a.io.Out, "  [Enter] next step: %s ", next)
-			_, _ = in.ReadString('\n')
+			select {
+			case <-enter:
+			case <-ctx.Done():
+				fmt.Fprintln(a.io.Out)
+			}
 		}
 	case f.step:
 		// Said once, on stderr: the transcript itself stays as it is.
@@ -103,7 +119,7 @@ func (a *app) showOptions(f scenarioFlags) (scenarios.Options, error) {
 }
 
 func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) error {
-	o, err := a.showOptions(f)
+	o, err := a.showOptions(ctx, f)
 	if err != nil {
 		return err
 	}

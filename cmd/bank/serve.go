@@ -25,6 +25,7 @@ import (
 
 type serveFlags struct {
 	addr          string
+	publicTokens  bool // --expose-with-public-tokens: listen beyond loopback anyway
 	loseResponses int64
 	loseRate      float64
 	seed          uint64
@@ -62,7 +63,8 @@ transfer has committed (the connection is closed instead of answered), and
 			return a.serve(cmd.Context(), f)
 		},
 	}
-	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (loopback only, unless --expose-with-public-tokens)")
+	cmd.Flags().BoolVar(&f.publicTokens, "expose-with-public-tokens", false, "listen on a non-loopback --addr, though anyone who can reach it may move money with the demo tokens everyone knows")
 	cmd.Flags().Int64Var(&f.loseResponses, "lose-responses", 0, "lose the first N transfer responses, after the transfer committed")
 	cmd.Flags().Float64Var(&f.loseRate, "lose-rate", 0, "then lose each transfer response with this probability (0 to 1)")
 	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "seed for --lose-rate")
@@ -86,6 +88,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return usagef("--rate-limit must be 0 (no limit) or more")
 	case f.mistake != "" && !slices.Contains(scenarios.BreakNames(), f.mistake):
 		return usagef("--break must be one of %s", strings.Join(scenarios.BreakNames(), ", "))
+	}
+	if !loopback(f.addr) {
+		if !f.publicTokens {
+			return usagef("--addr %s is not a loopback address: the demo tokens (token-ada, …) are public, so anyone who reaches it may move money; use 127.0.0.1, or say --expose-with-public-tokens", f.addr)
+		}
+		fmt.Fprintf(a.io.Err, "bank: warning: listening on %s with the public demo tokens: anyone who can reach it may move money\n", f.addr)
 	}
 	// Listen first: a taken port is reported before PostgreSQL starts.
 	ln, err := net.Listen("tcp", f.addr)
@@ -301,4 +309,14 @@ func (a *app) serveEnv(cmd *cobra.Command, f *serveFlags) error {
 		f.lockTTL = time.Duration(n) * time.Millisecond
 	}
 	return nil
+}
+
+// loopback reports whether addr (host:port) listens on this machine only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true // not an address at all: net.Listen says why
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
