@@ -80,6 +80,7 @@ type Server struct {
 	port     int
 	tcp      bool   // also listening on 127.0.0.1:port
 	password string // for TCP only
+	slotNote string // where the slot is, when not where it usually is
 	pm       *postmaster
 	stopOnce sync.Once
 	stopErr  error
@@ -143,6 +144,21 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	s := &Server{Binaries: real, account: account, home: home, port: socketPort, tcp: o.Port != 0 || o.TCP || runtime.GOOS == "windows"}
 	if s.slot, err = takeSlot(slots); err != nil {
 		return nil, err
+	}
+	if filepath.Dir(slots) == memoryRoot && !s.slot.holds(id) {
+		// Memory is small on some machines (Docker gives /dev/shm 64 MB):
+		// a copy that cannot fit goes to the disk, before it fails half-way.
+		if free, need, ok := roomFor(filepath.Join(home, "base"), memoryRoot); !ok {
+			s.slot.release()
+			disk := filepath.Join(home, "slots")
+			if err := ensureDir(disk, mode); err != nil {
+				return nil, &Error{err}
+			}
+			if s.slot, err = takeSlot(disk); err != nil {
+				return nil, err
+			}
+			s.slotNote = fmt.Sprintf("slot on disk: %s has %d MB free, a slot needs about %d MB", memoryRoot, free>>20, need>>20)
+		}
 	}
 	s.LogPath = s.slot.log
 	reused := s.slot.holds(id)
@@ -252,6 +268,9 @@ func (s *Server) Psql(db string) string {
 // it, and how to reach it over TCP, if at all.
 func (s *Server) Describe() string {
 	d := s.Binaries.Source + s.account.String() + "; log " + s.LogPath
+	if s.slotNote != "" {
+		d += "; " + s.slotNote
+	}
 	if s.tcp {
 		d += "; TCP 127.0.0.1:" + strconv.Itoa(s.port) + ", password in " + s.passFile()
 	}

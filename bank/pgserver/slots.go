@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 )
 
 // A slot is where one running server lives: N.lock (held while the
@@ -64,6 +66,10 @@ func (s *slot) fill(base, id string, account *runAs) error {
 		return envErr("slot: %w", err)
 	}
 	if err := account.copyDir(base, s.data); err != nil {
+		os.RemoveAll(s.dir) // no half slot: the next run copies afresh
+		if errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "No space left") {
+			return envErr("copying the base cluster into %s: no space left on the device; free some, or set BANK_CACHE_DIR to a directory on a larger disk", filepath.Dir(s.dir))
+		}
 		return envErr("copying the base cluster: %w", err)
 	}
 	if err := writeFile(s.stamp, []byte(id), 0o600); err != nil {
@@ -136,4 +142,29 @@ func copyTree(src, dst string) error {
 		}
 		return out.Close()
 	})
+}
+
+// slotHeadroom is what a running server adds to its copy of the base
+// cluster: its WAL (min_wal_size) and a margin for the scenario's rows.
+const slotHeadroom = 40 << 20
+
+// roomFor reports whether dir's file system has room for a slot holding
+// a copy of base, with what it has and what a slot needs. Only a small
+// file system is measured (walking base costs a little).
+func roomFor(base, dir string) (free, need uint64, ok bool) {
+	free, known := freeBytes(dir)
+	if !known || free > 1<<30 {
+		return free, 0, true
+	}
+	var size uint64
+	filepath.WalkDir(base, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				size += uint64(info.Size())
+			}
+		}
+		return nil
+	})
+	need = size + slotHeadroom
+	return free, need, free >= need
 }

@@ -217,3 +217,83 @@ func TestInterruptStopsServer(t *testing.T) {
 		t.Fatalf("left running after Ctrl-C: %v", left)
 	}
 }
+
+// TestInterruptGradeAndTorture: Ctrl-C (SIGINT) in the middle of bank grade
+// and of bank torture ends them, says so, exits 130, and leaves nothing
+// of theirs running: no server, no replica, no PostgreSQL. (A grade check
+// that was holding a session when it was cut short once kept bank waiting
+// on its pool for ever, or panicked.)
+func TestInterruptGradeAndTorture(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		args  []string
+		after string // interrupt once this line is on stderr
+	}{
+		{"grade", []string{"grade", "--", bankBinary(t), "serve"}, "grade: a storm of 50 copies"},
+		{"grade late", []string{"grade", "--", bankBinary(t), "serve"}, "grade: a server paused"},
+		{"torture", []string{"torture", "--seed", "1", "--intents", "20000"}, "killed a replica"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cache := pgtest.CacheDir(t)
+			cmd := command(t, cache, c.args...)
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() && !strings.Contains(sc.Text(), c.after) {
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			var rest strings.Builder
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for sc.Scan() {
+					rest.WriteString(sc.Text() + "\n")
+				}
+			}()
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second): // a hang, not a speed goal
+				cmd.Process.Kill()
+				t.Fatalf("still running 20 s after SIGINT")
+			}
+			<-done
+			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted || !strings.Contains(rest.String(), "bank: interrupted") || strings.Contains(rest.String(), "panic") {
+				t.Errorf("exit %d, want 130 and \"bank: interrupted\":\n%s", code, rest.String())
+			}
+			for deadline := time.Now().Add(5 * time.Second); len(family(cache)) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			}
+			if left := family(cache); len(left) > 0 {
+				t.Errorf("left running 5 s after it ended: %v", left)
+			}
+		})
+	}
+}
+
+// TestSmallSharedMemory: with a /dev/shm too small for a slot (Docker's
+// default is 64 MB; here 48 MB, in a mount namespace of the test's own),
+// the run puts its slot on disk and says so under -v, instead of failing
+// half-way through the copy and leaving a broken slot behind.
+func TestSmallSharedMemory(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, for a mount namespace with a small /dev/shm (CI runs as root)")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Fatalf("unshare (util-linux) is missing: %v", err)
+	}
+	cache := pgtest.CacheDir(t)
+	script := `mount -t tmpfs -o size=48m tmpfs /dev/shm && exec "$0" -v scenario crash`
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-c", script, bankBinary(t))
+	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+cache, "DATABASE_URL=")
+	out, err := cmd.CombinedOutput()
+	if code := exitOf(err); code != exitOK || !strings.Contains(string(out), "slot on disk: /dev/shm has") || !strings.Contains(string(out), "verdict: fix held") {
+		t.Fatalf("exit %d, want 0 with the slot on disk, said under -v:\n%s", code, out)
+	}
+}

@@ -282,6 +282,7 @@ func copies(t *trial, n int, key string) {
 		pid, rel, err := t.hold("SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN ACCESS EXCLUSIVE MODE")
 		if err == nil {
 			us, unlock = pid, rel
+			defer rel() // once: a check ended early (an abort) must not keep its session
 		} else {
 			t.note("the grader could not lock the server's own tables (%s): %v; the copies race as they come", list, err)
 		}

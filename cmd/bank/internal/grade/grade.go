@@ -156,7 +156,9 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 		return res, err
 	}
 	if res.Verdict != NA {
-		t.invariants()
+		if err := t.catch(func(t *trial) { t.invariants() }); err != nil {
+			return res, err
+		}
 	}
 	// A failure names a mistake only where its evidence fits one (the
 	// check said so with failAs); the command that shows the check's

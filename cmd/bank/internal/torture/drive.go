@@ -207,7 +207,15 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 
 func (r *run) note(s string) {
 	if r.cfg.Progress != nil {
-		fmt.Fprintf(r.cfg.Progress, "torture: %s: %s\n", time.Since(r.start).Round(100*time.Millisecond), s)
+		// The progress line, if any, is cleared first: a note is a line
+		// of its own, and the progress line comes back at its next tick.
+		r.liveMu.Lock()
+		defer r.liveMu.Unlock()
+		clear := ""
+		if r.cfg.Live != nil {
+			clear = "\r\033[K"
+		}
+		fmt.Fprintf(r.cfg.Progress, "%storture: %s: %s\n", clear, time.Since(r.start).Round(100*time.Millisecond), s)
 	}
 }
 

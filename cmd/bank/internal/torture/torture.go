@@ -121,6 +121,7 @@ type run struct {
 	faults  map[string]*atomic.Int64
 	lat     []time.Duration
 	hist    sync.Mutex
+	liveMu  sync.Mutex // the progress line and the notes share a terminal
 	start   time.Time
 
 	fenced, takeovers atomic.Int64
@@ -158,9 +159,13 @@ func (r *run) live() func() {
 		for {
 			select {
 			case <-t.C:
-				fmt.Fprintf(r.cfg.Live, "\rtorture: %d of %d intents handed out ", r.dispatched.Load(), len(r.intents))
+				r.liveMu.Lock()
+				fmt.Fprintf(r.cfg.Live, "\r\033[Ktorture: %d of %d intents handed out ", r.dispatched.Load(), len(r.intents))
+				r.liveMu.Unlock()
 			case <-done:
+				r.liveMu.Lock()
 				fmt.Fprint(r.cfg.Live, "\r\033[K")
+				r.liveMu.Unlock()
 				return
 			}
 		}
