@@ -38,9 +38,10 @@ func bindGroup(cmd *exec.Cmd) (release func(), err error) {
 	}, nil
 }
 
-// startedGroup has the watchdog kill the whole group when the lab dies:
-// the parent-death signal reaches only the leader.
-func startedGroup(cmd *exec.Cmd) { watchGroup(cmd.Process.Pid, "KILL") }
+// startedGroup has the watchdog kill the whole group when the lab dies,
+// and every process carrying its mark: the parent-death signal reaches
+// only the leader.
+func startedGroup(cmd *exec.Cmd, mark string) { watchGroup(cmd.Process.Pid, "KILL", mark) }
 
 func (g *Group) signal(sig syscall.Signal) error {
 	return syscall.Kill(-g.cmd.Process.Pid, sig)
@@ -52,3 +53,6 @@ func (g *Group) pause() error {
 	}
 	return waitStopped("the server's process group", func() bool { return groupStopped(g.cmd.Process.Pid) })
 }
+
+// forget: the group is dead, and its number no longer the lab's.
+func (g *Group) forget() { forgetGroup(g.cmd.Process.Pid) }

@@ -16,7 +16,11 @@ func bindGroup(cmd *exec.Cmd) (release func(), err error) {
 	return func() {}, nil
 }
 
-func startedGroup(*exec.Cmd) {}
+func startedGroup(*exec.Cmd, string) {}
+
+// killMarked: on Windows the job object ends every process the lab
+// started, whatever it did, when the lab ends.
+func killMarked(string) {}
 
 func (g *Group) signal(sig signal) error {
 	switch sig {
@@ -27,3 +31,5 @@ func (g *Group) signal(sig signal) error {
 }
 
 func (g *Group) pause() error { return errNoSignals }
+
+func (g *Group) forget() {}

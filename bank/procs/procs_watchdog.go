@@ -19,7 +19,7 @@ func started(cmd *exec.Cmd, how OnParentDeath) {
 	if how == Interrupt {
 		name = "INT"
 	}
-	watchGroup(cmd.Process.Pid, name)
+	watchGroup(cmd.Process.Pid, name, "")
 }
 
 func zombie(int) bool { return false }

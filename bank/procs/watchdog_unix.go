@@ -11,13 +11,30 @@ import (
 )
 
 // watchdogScript signals every process group it was told about once its
-// standard input ends, which happens when the lab dies (or exits). It
-// writes "kill -KILL -PGID", without "--": dash (Debian's sh) refuses
-// "--" there, and bash takes both forms.
+// standard input ends, which happens when the lab dies (or exits), and
+// kills every process that carries one of the marks it was told of, found
+// in /proc where there is one (a daemon that left its group keeps the
+// mark in its environment). It writes "kill -KILL -PGID", without "--":
+// dash (Debian's sh) refuses "--" there, and bash takes both forms. A
+// group the lab has killed itself is forgotten ("forget PGID"): once its
+// processes are gone, its number may be given to someone else's group.
 const watchdogScript = `trap '' INT TERM HUP
 groups=
-while read -r group sig; do groups="$groups $sig:$group"; done
+marks=
+while read -r group sig mark; do
+  if [ "$group" = forget ]; then
+    kept=; for g in $groups; do [ "${g#*:}" = "$sig" ] || kept="$kept $g"; done; groups=$kept
+  else
+    groups="$groups $sig:$group"; marks="$marks $mark"
+  fi
+done
 for g in $groups; do kill -"${g%%:*}" -"${g#*:}" 2>/dev/null; done
+[ -d /proc/self ] || exit 0
+for m in $marks; do
+  for p in /proc/[0-9]*; do
+    if tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -q "^$m="; then kill -KILL "${p#/proc/}" 2>/dev/null; fi
+  done
+done
 `
 
 var watchdog struct {
@@ -26,8 +43,9 @@ var watchdog struct {
 }
 
 // watchGroup asks the watchdog (started on first use) to send sig to
-// process group pgid when the lab dies.
-func watchGroup(pgid int, sig string) {
+// process group pgid when the lab dies, and to kill the processes that
+// carry mark.
+func watchGroup(pgid int, sig, mark string) {
 	watchdog.Lock()
 	defer watchdog.Unlock()
 	if watchdog.in == nil {
@@ -39,5 +57,16 @@ func watchGroup(pgid int, sig string) {
 		}
 		watchdog.in = in
 	}
-	fmt.Fprintln(watchdog.in, pgid, sig)
+	fmt.Fprintln(watchdog.in, pgid, sig, mark)
+}
+
+// forgetGroup tells the watchdog that group pgid is gone (the lab killed
+// it and its leader was reaped), so that it never signals the number
+// again: process ids are reused, soon on a busy machine.
+func forgetGroup(pgid int) {
+	watchdog.Lock()
+	defer watchdog.Unlock()
+	if watchdog.in != nil {
+		fmt.Fprintln(watchdog.in, "forget", pgid)
+	}
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -296,4 +297,74 @@ func TestSmallSharedMemory(t *testing.T) {
 	if code := exitOf(err); code != exitOK || !strings.Contains(string(out), "slot on disk: /dev/shm has") || !strings.Contains(string(out), "verdict: fix held") {
 		t.Fatalf("exit %d, want 0 with the slot on disk, said under -v:\n%s", code, out)
 	}
+}
+
+// TestLearnersProcessesContained: whatever the learner's command starts,
+// a background child, a setsid daemon, one that ignores SIGTERM, is gone
+// when the exercise or the grade check ends, and when bank itself is
+// killed (kill -9): each carries its group's mark, which the lab and its
+// watchdog find in /proc.
+func TestLearnersProcessesContained(t *testing.T) {
+	t.Parallel()
+	cache := pgtest.CacheDir(t)
+	// sleeps with numbers of their own, to be found by
+	seconds := func() string { return strconv.Itoa(500000 + rand.IntN(400000)) }
+	left := func(tags ...string) []string {
+		var found []string
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			cmd, _ := os.ReadFile(d + "/cmdline")
+			stat, _ := os.ReadFile(d + "/stat")
+			for _, tag := range tags {
+				if strings.Contains(string(cmd), "sleep\x00"+tag) && !zombieStat(stat) {
+					found = append(found, tag)
+				}
+			}
+		}
+		return found
+	}
+	settle := func(t *testing.T, tags ...string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); len(left(tags...)) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		}
+		if l := left(tags...); len(l) > 0 {
+			t.Errorf("still running 5 s later: sleep %v", l)
+		}
+	}
+	t.Run("exercise ends", func(t *testing.T) {
+		t.Parallel()
+		a, b, c := seconds(), seconds(), seconds()
+		script := "setsid sleep " + a + " & (trap '' TERM; exec sleep " + b + ") & sleep " + c + " & echo shipped"
+		out, _ := command(t, cache, "exercise", "ship", "--", "sh", "-c", script).CombinedOutput()
+		if !strings.Contains(string(out), "NOT YET") {
+			t.Fatalf("the exercise did not run the program:\n%s", out)
+		}
+		settle(t, a, b, c)
+	})
+	t.Run("bank killed", func(t *testing.T) {
+		t.Parallel()
+		a, b, c := seconds(), seconds(), seconds()
+		script := "setsid sleep " + a + " & sleep " + b + " & echo started; exec sleep " + c
+		cmd := command(t, cache, "exercise", "ship", "--", "sh", "-c", script)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(20 * time.Second); len(left(a, b, c)) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		}
+		if n := len(left(a, b, c)); n < 3 {
+			t.Fatalf("the program started %d of its 3 sleeps", n)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		settle(t, a, b, c)
+	})
+	t.Run("grade check ends", func(t *testing.T) {
+		t.Parallel()
+		a := seconds()
+		cmd := command(t, cache, "grade", "--only", "plain", "--", "sh", "-c", "setsid sleep "+a+" & exec \"$0\" serve", bankBinary(t))
+		if out, err := cmd.CombinedOutput(); exitOf(err) != exitOK {
+			t.Fatalf("grade: exit %d\n%s", exitOf(err), out)
+		}
+		settle(t, a)
+	})
 }

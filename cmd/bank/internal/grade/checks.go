@@ -257,9 +257,10 @@ func storm(t *trial) { copies(t, 50, "grade-storm-000001") }
 // copies sends n copies of one request at once: money must move once,
 // and each copy gets the transfer's 201 or a 409 to retry later. Where
 // the server keeps its keys in tables of its own, the race is forced,
-// not left to timing: the grader locks those tables until the copies
-// wait on the lock, then lets them all go at the same instant, so a
-// check-then-insert loses every time.
+// not left to timing: the grader locks those tables against writes until
+// the copies wait to write (each has made whatever check it makes by
+// then), then lets them all go at once, so a check-then-insert loses
+// every time.
 func copies(t *trial, n int, key string) {
 	r := t.adaPaysBola(key)
 	replies := make([]reply, n)
@@ -279,7 +280,10 @@ func copies(t *trial, n int, key string) {
 	list := strings.Join(tables, ", ")
 	us, unlock := 0, func() {}
 	if len(tables) > 0 {
-		pid, rel, err := t.hold("SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN ACCESS EXCLUSIVE MODE")
+		// SHARE lets every copy look (SELECT) but no copy write: each
+		// waits at its first write to the key table, after any check it
+		// makes, so all of them have looked before any has claimed.
+		pid, rel, err := t.hold("SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN SHARE MODE")
 		if err == nil {
 			us, unlock = pid, rel
 			defer rel() // once: a check ended early (an abort) must not keep its session
@@ -292,7 +296,7 @@ func copies(t *trial, n int, key string) {
 		waiting := t.waitLinedUp(us, func() bool { return answered.Load() == int64(n) }, n, 5*time.Second)
 		unlock()
 		if waiting > 0 {
-			t.note("the grader held an exclusive lock on the server's own tables (%s) until %d of the copies' sessions waited on it, then let them all go at once", list, waiting)
+			t.note("the grader let the copies read the server's own tables (%s) but not write them (a SHARE lock) until %d of them waited to write, then let them all go at once", list, waiting)
 		} else {
 			t.note("the copies never waited on the server's own tables (%s): they raced as they came, so this check only samples the race", list)
 		}
