@@ -2,6 +2,7 @@ package pgserver
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,9 +35,11 @@ func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (st
 	base := filepath.Join(home, "base")
 	idFile := filepath.Join(home, "base.id")
 	if id, ok := readSmall(idFile); ok && id != "" {
-		if _, err := os.Lstat(filepath.Join(base, "PG_VERSION")); err == nil {
+		if whole(base) {
 			return id, nil
 		}
+		say("the lab's PostgreSQL cluster in " + home + " is damaged (an interrupted first run, or a power cut): making it again")
+		os.Remove(idFile) // every slot's copy is then stale, and is copied afresh
 	}
 	say(fmt.Sprintf("preparing a PostgreSQL %d cluster for the lab (first run only, a few seconds)", bin.Major))
 	building := base + ".building"
@@ -65,6 +68,12 @@ func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (st
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", envErr("initdb failed: %v\n%s", err, lastLines(out, 10))
 	}
+	// initdb ran with --no-sync (it is much faster): the tree is synced
+	// once here, before anything trusts it, so that a power cut after a
+	// first run cannot leave a base cluster that only looks whole.
+	if err := syncTree(building); err != nil {
+		return "", envErr("base cluster: %w", err)
+	}
 	if err := os.RemoveAll(base); err != nil {
 		return "", envErr("base cluster: %w", err)
 	}
@@ -76,4 +85,42 @@ func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (st
 		return "", envErr("base cluster: %w", err)
 	}
 	return id, nil
+}
+
+// whole reports whether a base cluster has what every start reads first:
+// its version file and a control file of full size (PostgreSQL stops with
+// a PANIC on a truncated one).
+func whole(base string) bool {
+	if _, err := os.Lstat(filepath.Join(base, "PG_VERSION")); err != nil {
+		return false
+	}
+	info, err := os.Lstat(filepath.Join(base, "global", "pg_control"))
+	return err == nil && info.Mode().IsRegular() && info.Size() == pgControlSize
+}
+
+// pgControlSize is PG_CONTROL_FILE_SIZE, the same in every version since 8.x.
+const pgControlSize = 8192
+
+// syncTree flushes every file and directory below dir to disk.
+func syncTree(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil && d.IsDir() && runtime.GOOS == "windows" {
+			return nil // Windows cannot flush a directory; its files are flushed
+		}
+		return err
+	})
 }

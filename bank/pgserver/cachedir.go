@@ -96,6 +96,9 @@ func writeFile(path string, content []byte, mode os.FileMode) error {
 		return err
 	}
 	_, err = tmp.Write(content)
+	if err == nil {
+		err = tmp.Sync() // on disk before the name points at it: a power cut leaves the old file or the new
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

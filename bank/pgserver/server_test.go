@@ -376,3 +376,26 @@ func TestInstalledIsRemembered(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedBaseIsRebuilt: a base cluster whose control file was cut
+// short (a power cut after a first run, before anything was synced) is
+// found before any slot copies it, made again, and the run goes on.
+func TestDamagedBaseIsRebuilt(t *testing.T) {
+	t.Parallel()
+	dir := pgtest.FreshCacheDir(t) // its base is broken: not the shared one
+	s := start(t, pgserver.Options{CacheDir: dir})
+	s.Stop()
+	bases, _ := filepath.Glob(filepath.Join(dir, "pg*", "base"))
+	if err := os.Truncate(filepath.Join(bases[0], "global", "pg_control"), 100); err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	again := start(t, pgserver.Options{CacheDir: dir, Progress: &progress})
+	if !strings.Contains(progress.String(), "is damaged") {
+		t.Errorf("the rebuild was not said: %q", progress.String())
+	}
+	query(t, again.URL("postgres"), "SELECT 'up'")
+	if info, err := os.Stat(filepath.Join(bases[0], "global", "pg_control")); err != nil || info.Size() != 8192 {
+		t.Errorf("the base's control file after the rebuild: %v %v", info, err)
+	}
+}
