@@ -1,7 +1,11 @@
 package bank_test
 
 import (
+	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -73,5 +77,34 @@ func TestDependencyRules(t *testing.T) {
 		if !ok {
 			t.Errorf("%s is not on the dependency allow-list: add it only with a reason in the commit message", pkg)
 		}
+	}
+}
+
+// TestChildrenThroughOneSpec: the commands and the lab start their
+// children through bank/procs (a Spec, then StartGroup, StartChild or
+// Run), which ties each to the lab and keeps its output bounded; a bare
+// exec.Command would escape both. (bank/pgserver runs PostgreSQL's own
+// tools as their account, through procs too.)
+func TestChildrenThroughOneSpec(t *testing.T) {
+	var offenders []string
+	for _, dir := range []string{"../cmd", "../scenarios"} {
+		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for i, line := range strings.Split(string(src), "\n") {
+				if strings.Contains(line, "exec.Command(") || strings.Contains(line, "exec.CommandContext(") {
+					offenders = append(offenders, fmt.Sprintf("%s:%d", path, i+1))
+				}
+			}
+			return nil
+		})
+	}
+	if len(offenders) > 0 {
+		t.Errorf("children started outside bank/procs (use a procs.Spec): %v", offenders)
 	}
 }

@@ -35,7 +35,7 @@ func StartChild(cmd *exec.Cmd) (*Child, error) {
 	}
 	cmd.Env = append(cmd.Env, ReadyEnv+"=1")
 	c := &Child{cmd: cmd, stderr: &Tail{}}
-	cmd.Stderr = c.stderr
+	cmd.Stdout, cmd.Stderr = nil, c.stderr // its standard output is the ready line's pipe
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -63,9 +63,8 @@ func StartChild(cmd *exec.Cmd) (*Child, error) {
 // URL goes in the child's environment (DATABASE_URL), never on its
 // command line, where every local user could read it.
 func Serve(ctx context.Context, binary, dbURL string, args ...string) (*Child, error) {
-	cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--in-place", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	return StartChild(cmd)
+	spec := Spec{Path: binary, Args: append([]string{"serve", "--in-place", "--addr", "127.0.0.1:0"}, args...), Env: []string{"DATABASE_URL=" + dbURL}}
+	return StartChild(spec.Command(ctx))
 }
 
 // Process is the running child, for the faults of this package.

@@ -333,12 +333,11 @@ func runProgram(ctx context.Context, program []string, dbURL string) (*programRu
 	if _, err := exec.LookPath(program[0]); err != nil {
 		return nil, envError("cannot run %s: %v", program[0], err)
 	}
-	cmd := exec.Command(program[0], program[1:]...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
 	o := newOutput()
-	cmd.Stdout, cmd.Stderr = outputStream{o, false}, outputStream{o, true}
-	cmd.WaitDelay = 2 * time.Second // a child it left behind may hold its output open
-	g, err := procs.StartGroup(cmd)
+	spec := procs.Spec{Path: program[0], Args: program[1:], Env: []string{"DATABASE_URL=" + dbURL},
+		Stdout: outputStream{o, false}, Stderr: outputStream{o, true},
+		WaitDelay: 2 * time.Second} // a child it left behind may hold its output open
+	g, err := procs.StartGroup(spec.Command(context.WithoutCancel(ctx)))
 	if err != nil {
 		return nil, envError("cannot run %s: %v", program[0], err)
 	}

@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -83,16 +81,11 @@ func runPgbench(ctx context.Context, cfg Config, script string, d time.Duration)
 	if err != nil {
 		return sample{}, err
 	}
-	cmd := exec.CommandContext(ctx, cfg.Pgbench, "-n", "-f", file, "-c", strconv.Itoa(cfg.Clients), "-j", "2",
-		"-T", strconv.Itoa(seconds), "-D", "naccounts="+strconv.Itoa(cfg.Accounts),
-		"--log", "--log-prefix", filepath.Join(dir, "log"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	procs.Bind(cmd, procs.Kill)
-	if err := cmd.Run(); err != nil {
-		return sample{}, fmt.Errorf("pgbench: %v\n%s", err, out.String())
+	spec := procs.Spec{Path: cfg.Pgbench, Dir: dir, Env: env, Args: []string{"-n", "-f", file, "-c", strconv.Itoa(cfg.Clients), "-j", "2",
+		"-T", strconv.Itoa(seconds), "-D", "naccounts=" + strconv.Itoa(cfg.Accounts),
+		"--log", "--log-prefix", filepath.Join(dir, "log")}}
+	if err := procs.Run(ctx, &spec); err != nil {
+		return sample{}, fmt.Errorf("pgbench: %v\n%s", err, spec.Output.String())
 	}
 	// Per-transaction latencies, in microseconds, are the third column of
 	// pgbench's log files.
@@ -109,7 +102,7 @@ func runPgbench(ctx context.Context, cfg Config, script string, d time.Duration)
 		}
 	}
 	s := sample{lat: lat, seconds: float64(seconds)}
-	if m := tpsRE.FindStringSubmatch(out.String()); m != nil {
+	if m := tpsRE.FindStringSubmatch(spec.Output.String()); m != nil { // its last lines: the Tail keeps them
 		s.perSec, _ = strconv.ParseFloat(m[1], 64)
 	}
 	return s, nil

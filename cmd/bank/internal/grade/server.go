@@ -55,13 +55,15 @@ func startInstance(ctx context.Context, cfg *Config, dbURL string) (*instance, e
 var errPortTaken = errors.New("another program took the port")
 
 func (in *instance) start(ctx context.Context) error {
-	cmd := exec.Command(in.cfg.Command[0], in.cfg.Command[1:]...)
-	cmd.Env = append(append([]string{}, in.cfg.Env...),
-		"DATABASE_URL="+in.dbURL,
-		"PORT="+strconv.Itoa(in.port),
-		"LOCK_TTL_MS="+strconv.FormatInt(in.cfg.LockTTL.Milliseconds(), 10))
-	in.output = &procs.Tail{}
-	cmd.Stdout, cmd.Stderr = in.output, in.output
+	spec := procs.Spec{Path: in.cfg.Command[0], Args: in.cfg.Command[1:], Env: []string{
+		"DATABASE_URL=" + in.dbURL,
+		"PORT=" + strconv.Itoa(in.port),
+		"LOCK_TTL_MS=" + strconv.FormatInt(in.cfg.LockTTL.Milliseconds(), 10)}}
+	cmd := spec.Command(context.WithoutCancel(ctx)) // the grader kills it itself, when it should
+	if in.cfg.Env != nil {
+		cmd.Env = append(append([]string{}, in.cfg.Env...), spec.Env...)
+	}
+	in.output = spec.Output
 	g, err := procs.StartGroup(cmd)
 	if err != nil {
 		return &StartError{Why: fmt.Sprintf("cannot start %s: %v; check the command after --", in.cfg.Command[0], err)}
