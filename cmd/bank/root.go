@@ -91,8 +91,9 @@ or one fetched by embedded-postgres) unless you give --database-url.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usagef("%v (see bank %s --help)", err, strings.TrimSpace(strings.TrimPrefix(cmd.CommandPath(), "bank")))
+		return usagef("%v (see %s --help)", err, cmd.CommandPath())
 	})
+	root.SetHelpCommand(helpCommand(root))
 	f := root.PersistentFlags()
 	f.StringVar(&a.databaseURL, "database-url", "", "use this PostgreSQL instead of a private one (default $DATABASE_URL)")
 	f.StringVar(&a.pgBinaries, "pg-binaries", "", "PostgreSQL installation to run (default $BANK_PG_BINARIES, else found or fetched)")
@@ -214,4 +215,22 @@ func (d *database) close() error {
 		return d.server.Stop()
 	}
 	return nil
+}
+
+// helpCommand is cobra's help, except that an unknown NAME is a usage
+// error (exit 2, with a suggestion), as an unknown command is; cobra's
+// own prints the root's help and exits 0.
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || (target == root && len(args) > 0) {
+				name := strings.Join(args, " ")
+				return usagef("no help for %q%s: the commands are %s (see bank --help)", name, didYouMean(args[len(args)-1], commandNames(root)), strings.Join(commandNames(root), ", "))
+			}
+			return target.Help()
+		},
+	}
 }

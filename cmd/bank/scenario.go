@@ -257,6 +257,9 @@ func oneName(kind string, entries []entry) cobra.PositionalArgs {
 		names[i] = e.name
 	}
 	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return usagef("one %s at a time: got %q; run them one by one, or all of them with all", kind, strings.Join(args, " "))
+		}
 		if len(args) != 1 {
 			return usagef("name one %s, or list or all: %s", kind, strings.Join(names, ", "))
 		}
