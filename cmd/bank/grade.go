@@ -83,7 +83,9 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		}
 	}
 	if _, err := exec.LookPath(command[0]); err != nil {
-		return usagef("cannot run %q: %s; check the command after --", command[0], lookPathReason(err))
+		// As for bank exercise: a server that cannot be started is the
+		// environment's failure (exit 3), whatever the reason.
+		return envError("cannot run %q: %s; check the command after --", command[0], lookPathReason(err))
 	}
 	colour, err := a.colorOn()
 	if err != nil {

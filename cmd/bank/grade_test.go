@@ -235,12 +235,16 @@ func TestGradeUsage(t *testing.T) {
 		{[]string{"grade", "--only", "crsh", "--", "true"}, `unknown check "crsh" (did you mean crash?) in --only`},
 		{[]string{"grade", "--lock-ttl", "0s", "--", "true"}, "--lock-ttl must be between"},
 		{[]string{"grade", "--contract", "--", "node", "server.js"}, `--contract prints the contract and runs nothing; drop it to grade "node server.js"`},
-		{[]string{"grade", "--", "no-such-server-command"}, `cannot run "no-such-server-command": executable file not found in $PATH; check the command after --`},
 	} {
 		r := cli(t, nil, c.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, r.code, r.stderr, c.want)
 		}
+	}
+	// A server that cannot be started is the environment's failure, as
+	// for bank exercise's program.
+	if r := cli(t, nil, "grade", "--", "no-such-server-command"); r.code != exitEnv || !strings.Contains(r.stderr, `cannot run "no-such-server-command": executable file not found in $PATH; check the command after --`) {
+		t.Errorf("a missing server command: exit %d, %q; want exit 3 and why", r.code, r.stderr)
 	}
 	r := cli(t, nil, "grade", "--contract")
 	for _, want := range append([]string{"DATABASE_URL", "PORT", "LOCK_TTL_MS", "Idempotent-Replayed: true", "Retry-After"}, grade.Names()...) {
