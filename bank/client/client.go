@@ -23,6 +23,11 @@ import (
 // about whether the transfer happened. Check later with Lookup.
 var ErrOutcomeUnknown = errors.New("the transfer's outcome is unknown")
 
+// ErrNotSent means every attempt was refused at the door (no server
+// listened): no request left this machine, so the transfer was not made,
+// and sending it again, with its key, is safe.
+var ErrNotSent = errors.New("the transfer was not sent")
+
 // Client sends transfers to one server.
 type Client struct {
 	BaseURL     string
@@ -100,11 +105,15 @@ func (c *Client) Backoff(n int, retryAfter time.Duration) time.Duration {
 // must be made once per intent, before the first call, and saved with the
 // intent: a retry after the app restarts must reuse it.
 func (c *Client) Send(ctx context.Context, key string, body []byte) (Result, error) {
+	refused := 0 // attempts refused at the door: nothing was sent
 	for n := 1; ; n++ {
 		res, retryAfter, netErr := c.once(ctx, key, body)
 		a := Attempt{N: n, Status: res.Status, Replayed: res.Replayed}
 		if netErr != nil {
 			a.Network = Classify(netErr)
+			if errors.Is(netErr, syscall.ECONNREFUSED) {
+				refused++
+			}
 		}
 		a.Retry = ShouldRetry(res.Status, netErr != nil) && n < c.attempts() && ctx.Err() == nil
 		if a.Retry {
@@ -116,6 +125,9 @@ func (c *Client) Send(ctx context.Context, key string, body []byte) (Result, err
 		if !ShouldRetry(res.Status, netErr != nil) {
 			res.Attempts = n
 			return res, nil
+		}
+		if !a.Retry && refused == n {
+			return Result{Attempts: n}, fmt.Errorf("%w: no server listened at %s (connection refused, %s): nothing left this machine, so the transfer was not made, and sending it again with its key is safe", ErrNotSent, c.BaseURL, times(n))
 		}
 		if !a.Retry {
 			return Result{Attempts: n}, fmt.Errorf("%w after %d attempts: the transfer may or may not have happened; check with its key", ErrOutcomeUnknown, n)
@@ -227,4 +239,11 @@ func Classify(err error) string {
 		return "host not found"
 	}
 	return "network error"
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -33,6 +34,7 @@ type sendFlags struct {
 	server, token, state string
 	from, to, amount     int64
 	resume, fresh        bool
+	serverSet            bool // --server was given: a resumed draft goes there
 	attempts             int
 	deadline, backoff    time.Duration
 	seed                 uint64
@@ -59,6 +61,7 @@ line, 4 outcome unknown.`,
   bank send --token token-bola --from 2 --to 1 --amount-kobo 50000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.serverSet = cmd.Flags().Changed("server")
 			return a.send(cmd.Context(), f, cmd.Flags().Changed("seed"))
 		},
 	}
@@ -104,6 +107,12 @@ func loadDraft(path string) (*draft, error) {
 	if err := json.Unmarshal(raw, &d); err != nil || d.Key == "" {
 		return nil, fmt.Errorf("the draft file %s is damaged: look at it, then delete it", path)
 	}
+	// The body goes again as it went the first time: one line, not the
+	// file's indented copy.
+	var body bytes.Buffer
+	if json.Compact(&body, d.Body) == nil {
+		d.Body = body.Bytes()
+	}
 	return &d, nil
 }
 
@@ -114,11 +123,24 @@ func saveDraft(path string, d *draft) error {
 		return err
 	}
 	raw, _ := json.MarshalIndent(d, "", "  ")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(raw, '\n'), 0o600); err != nil {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".draft-*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = tmp.Write(append(raw, '\n'))
+	if err == nil {
+		err = tmp.Sync() // on disk before its name says it is the draft
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 func newKey() string {
@@ -150,6 +172,9 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 		return usagef("no pending transfer to resume in %s", path)
 	case f.resume:
 		d = pending
+		if f.serverSet { // the server moved, say; the key is what keeps it safe
+			d.Server = strings.TrimRight(f.server, "/")
+		}
 	case pending != nil && !f.fresh:
 		return usagef("a transfer is still pending (key %s): finish it with bank send --resume, check it with bank status, or pass --new to start another", pending.Key)
 	default:
@@ -198,6 +223,10 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	}
 	fmt.Fprintf(a.io.Out, "sending %s to %s with Idempotency-Key %s\n", d.Body, d.Server, d.Key)
 	res, err := c.Send(ctx, d.Key, d.Body)
+	if errors.Is(err, client.ErrNotSent) {
+		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; once the server is up: bank send --resume\n", err, path)
+		return silentExit{exitEnv}
+	}
 	if err != nil {
 		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; check with: bank status   or retry with: bank send --resume\n", err, path)
 		return silentExit{exitUnknown}

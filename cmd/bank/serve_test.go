@@ -240,13 +240,21 @@ func TestSendKilledAndResumed(t *testing.T) {
 	}
 }
 
-func TestSendToNoServerIsUnknown(t *testing.T) {
+// TestSendToNoServerIsNotSent: where no server listens, every attempt is
+// refused at the door: nothing left, so the transfer is said not sent
+// (not "unknown"), safe to send again, and its draft kept for --resume.
+func TestSendToNoServerIsNotSent(t *testing.T) {
 	t.Parallel()
 	state := filepath.Join(t.TempDir(), "draft.json")
 	cache := pgtest.CacheDir(t)
 	out, err := command(t, cache, "send", "--server", "http://127.0.0.1:1", "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "5", "--attempts", "2", "--backoff", "1ms").CombinedOutput()
-	if exitOf(err) != exitUnknown || !strings.Contains(string(out), "outcome is unknown") || !strings.Contains(string(out), "bank status") {
+	if exitOf(err) != exitEnv || !strings.Contains(string(out), "was not sent") || !strings.Contains(string(out), "safe") || !strings.Contains(string(out), "bank send --resume") || strings.Contains(string(out), "unknown") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	// --resume goes where --server says, with the body as it first went.
+	out, _ = command(t, cache, "send", "--resume", "--server", "http://127.0.0.1:2", "--state", state, "--attempts", "1").CombinedOutput()
+	if !strings.Contains(string(out), `sending {"amountKobo":5,"from":1,"to":2} to http://127.0.0.1:2 with Idempotency-Key`) {
+		t.Fatalf("the resumed send:\n%s", out)
 	}
 	out, err = command(t, cache, "send", "--server", "http://127.0.0.1:1", "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "5").CombinedOutput()
 	if exitOf(err) != exitUsage || !strings.Contains(string(out), "still pending") {
