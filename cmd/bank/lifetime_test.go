@@ -368,3 +368,72 @@ func TestLearnersProcessesContained(t *testing.T) {
 		settle(t, a)
 	})
 }
+
+// TestStepPromptInterrupted: Ctrl-C at a --step prompt (on a terminal: a
+// pseudo-terminal made by script(1)) ends the run at once, with "bank:
+// interrupted" and exit 130, instead of waiting for the next Enter.
+func TestStepPromptInterrupted(t *testing.T) {
+	t.Parallel()
+	scriptCmd, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("script (util-linux) is missing: %v", err)
+	}
+	cache := pgtest.CacheDir(t)
+	cmd := exec.Command(scriptCmd, "-qfec", bankBinary(t)+" scenario crash --step", "/dev/null")
+	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+cache, "DATABASE_URL=")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen strings.Builder
+	output := func() string { mu.Lock(); defer mu.Unlock(); return seen.String() }
+	prompts := make(chan struct{}, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		sent := 0
+		for {
+			n, err := stdout.Read(buf)
+			mu.Lock()
+			seen.Write(buf[:n])
+			for ; strings.Count(seen.String(), "[Enter] next step") > sent; sent++ {
+				prompts <- struct{}{}
+			}
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	wait := func(what string) {
+		select {
+		case <-prompts:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("no %s within 20 s:\n%s", what, output())
+		}
+	}
+	wait("first prompt")
+	stdin.Write([]byte("\n"))
+	wait("second prompt")
+	stdin.Write([]byte{3}) // Ctrl-C, as the terminal sends it
+	exited := make(chan error, 1)
+	go func() { <-done; exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second): // a hang, not a speed goal
+		cmd.Process.Kill()
+		t.Fatalf("still waiting at the prompt 20 s after Ctrl-C:\n%s", output())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted || !strings.Contains(output(), "bank: interrupted") {
+		t.Errorf("exit %d, want 130 and bank: interrupted:\n%s", code, output())
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(family(cache)) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	}
+	if left := family(cache); len(left) > 0 {
+		t.Errorf("left running: %v", left)
+	}
+}
