@@ -30,10 +30,13 @@ while read -r group sig mark; do
 done
 for g in $groups; do kill -"${g%%:*}" -"${g#*:}" 2>/dev/null; done
 [ -d /proc/self ] || exit 0
-for m in $marks; do
-  for p in /proc/[0-9]*; do
-    if tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -q "^$m="; then kill -KILL "${p#/proc/}" 2>/dev/null; fi
-  done
+pattern=
+for m in $marks; do pattern="$pattern${pattern:+|}$m"; done
+[ -n "$pattern" ] || exit 0
+for round in 1 2 3; do
+  found=$(grep -lzE "^($pattern)=" /proc/[0-9]*/environ 2>/dev/null) # status 2: some were unreadable
+  [ -n "$found" ] || break
+  for f in $found; do p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null; done
 done
 `
 

@@ -3,9 +3,12 @@
 package procs
 
 import (
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestWatchdogForgetsKilledGroups: the watchdog signals, when the lab
@@ -27,5 +30,34 @@ func TestWatchdogForgetsKilledGroups(t *testing.T) {
 	}
 	if strings.Contains(got, "-100\n") {
 		t.Errorf("the watchdog signalled a group it was told to forget:\n%s", got)
+	}
+}
+
+// TestWatchdogKillsMarked: when the lab dies, the watchdog kills every
+// process that carries a mark it was told of, even one outside every
+// group it knows (a setsid daemon), in one pass over /proc.
+func TestWatchdogKillsMarked(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc here: marks are a Linux matter")
+	}
+	mark := markPrefix + randomHex(8)
+	daemon := exec.Command("sleep", "300")
+	daemon.Env = append(os.Environ(), mark+"=1")
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { daemon.Wait(); close(exited) }()
+	defer daemon.Process.Kill()
+	w := exec.Command("/bin/sh", "-c", watchdogScript)
+	w.Stdin = strings.NewReader("999999 KILL " + mark + "\n")
+	if out, err := w.CombinedOutput(); err != nil {
+		t.Fatalf("the watchdog: %v %s", err, out)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the marked daemon outlived the watchdog's pass")
 	}
 }
