@@ -591,6 +591,13 @@ func pause(t *trial) {
 		t.notApplicable("pausing a process needs SIGSTOP, which Windows does not have")
 		return
 	}
+	// A first request to each server opens its connections, so that the
+	// one the check is about reaches its claim at once: the copy to B must
+	// come before A's lock could expire, counted from the send.
+	t.intent("Bola's ₦1 to Ada, to warm server A up", 2, 1, 100, 1)
+	t.intent("Bola's ₦2 to Ada, to warm server B up", 2, 1, 200, 1)
+	t.send(request{server: 0, user: "bola", key: "grade-pause-warm-a1", body: body(2, 1, 100)})
+	t.send(request{server: 1, user: "bola", key: "grade-pause-warm-b1", body: body(2, 1, 200)})
 	r := t.adaPaysBola("grade-pause-000001")
 	sent := time.Now() // A's claim, and its lock, come after this
 	a, pa, release, ok := t.blockOnAdasRow(r, "server A's transfer")
