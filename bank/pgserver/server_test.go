@@ -27,7 +27,9 @@ import (
 
 func start(t *testing.T, o pgserver.Options) *pgserver.Server {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A bound against a hang, not a speed goal: a first start under make
+	// test's full load (graded servers by the dozen) has taken over a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s, err := pgserver.Start(ctx, o)
 	if err != nil {
