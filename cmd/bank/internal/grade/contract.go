@@ -53,7 +53,9 @@ POST /transfers
   r      on a replay, the header Idempotent-Replayed: true
   R 409  a copy that arrives while the first is still being processed;
          the grader retries it (Retry-After: 1 is the lesson's, and the
-         grader honours it, but does not require it)
+         grader honours it, but does not require it). A copy that waits
+         for the first and then gets its answer is accepted too, but then
+         the claim is not committed before the work, and pause is n/a
   R 422  the same key with a different request: refused, no money moves
          (any 4xx but 409 and 429 is accepted; 422 is the lesson's)
   R 422  a business refusal (insufficient funds, a frozen account, …):
