@@ -27,19 +27,13 @@ func garbageServer() {
 	os.Exit(1)
 }
 
-// gradeOnly runs bank grade --json on a server command, with --only
-// checks (all of them if "").
-func gradeOnly(t *testing.T, checks string, server ...string) (grade.Report, int, string) {
-	t.Helper()
-	return gradeTTL(t, "1s", checks, server...)
-}
-
 // graders bounds how many bank grade runs the tests make at once: each
 // starts PostgreSQL and servers, and a dozen at once on two cores starve
 // every other test of the run (and the lock-timed checks themselves).
 var graders = make(chan struct{}, 4)
 
-// gradeTTL is gradeOnly with the servers' LOCK_TTL_MS given.
+// gradeTTL runs bank grade --json on a server command, with --only
+// checks (all of them if ""), the servers' LOCK_TTL_MS given.
 func gradeTTL(t *testing.T, ttl, checks string, server ...string) (grade.Report, int, string) {
 	t.Helper()
 	graders <- struct{}{}

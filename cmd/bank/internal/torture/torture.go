@@ -95,7 +95,6 @@ type intent struct {
 	// resolved: how many tries, and the last few answers.
 	settleTries int
 	settleLast  []attempt
-	last        attempt // the last answer to any send of it
 }
 
 // Report is the verdict and its evidence.
