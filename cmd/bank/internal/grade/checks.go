@@ -624,6 +624,11 @@ func pause(t *trial) {
 	t.note("server A's session waits on Ada's row: server A is paused (SIGSTOP)")
 	release()
 	t.note("the grader lets go of the row: A's transaction goes on in PostgreSQL, with A itself frozen")
+	// Until A's session has taken the row, a copy could take it first: on
+	// a loaded machine, A's woken session may not run before B's copy.
+	if !t.waitTaken(a, 5*time.Second) {
+		t.must(&unsureError{"server A's session had not taken Ada's row 5 s after the grader let go of it: too slow to send a copy while A holds it"})
+	}
 	rb := r
 	rb.server = 1
 	if !t.copyToBWhileLocked(rb, a, sent, resume, pa) {

@@ -328,6 +328,22 @@ func (t *trial) waitBlocked(pid int, p *pending, bound time.Duration) int {
 	return 0
 }
 
+// waitTaken waits, bounded, until session pid, woken from a wait on
+// Ada's row, has taken it (the row's xmax is its transaction), or has
+// finished its statement (its transaction holds whatever it took, or is
+// over).
+func (t *trial) waitTaken(pid int, bound time.Duration) bool {
+	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var taken bool
+		t.must(t.db.QueryRow(t.ctx, `SELECT COALESCE(a.state <> 'active' OR a.backend_xid = c.xmax, true)
+			FROM accounts c LEFT JOIN pg_stat_activity a ON a.pid = $1 WHERE c.id = 1`, pid).Scan(&taken))
+		if taken {
+			return true
+		}
+	}
+	return false
+}
+
 // waitGone waits, bounded, until session pid has ended.
 func (t *trial) waitGone(pid int, bound time.Duration) bool {
 	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
