@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,29 @@ func TestDependencyRules(t *testing.T) {
 		{module + "/scenarios", func(d string) bool {
 			return strings.Contains(d, "embedded-postgres") || strings.HasPrefix(d, module+"/cmd")
 		}, "scenarios reach the server through pgserver"},
+		{module + "/scenarios", func(d string) bool {
+			return d == module+"/scenarios/render" || d == module+"/scenarios/practice"
+		}, "a lesson tells its story to the lab; drawing it and practising on it come after"},
+		{module + "/scenarios/lab", func(d string) bool {
+			return strings.HasPrefix(d, module+"/scenarios") || strings.HasPrefix(d, module+"/cmd")
+		},
+			"the harness knows no lesson, renderer or broken server"},
+		{module + "/scenarios/render", func(d string) bool {
+			return own(d) && d != module+"/scenarios/lab" && d != module+"/bank"
+		}, "a renderer draws the events it is given, and reads nothing else"},
+		{module + "/scenarios/wrong", func(d string) bool {
+			return own(d) && d != module+"/bank" && d != module+"/bank/api" && d != module+"/idem"
+		},
+			"the broken servers are the bank's API with one rule wrong: they need nothing of the lab"},
+		{module + "/scenarios/practice", func(d string) bool { return d == module+"/scenarios/wrong" || strings.HasPrefix(d, module+"/cmd") },
+			"practice checks the learner's work against the lessons, not against broken servers"},
+	}
+	// The servers broken on purpose are run by the mistakes' stories and by
+	// bank serve --break, and by nothing else.
+	for pkg, deps := range imports {
+		if slices.Contains(deps, module+"/scenarios/wrong") && pkg != module+"/scenarios" && pkg != module+"/cmd/bank" && !strings.HasPrefix(pkg, module+"/scenarios/wrong") {
+			t.Errorf("%s imports scenarios/wrong: only the mistakes and bank serve --break run broken servers", pkg)
+		}
 	}
 	for _, r := range rules {
 		for _, d := range imports[r.pkg] {

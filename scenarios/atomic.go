@@ -6,12 +6,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The same three statements and the same typo, now inside one
 // transaction. The foreign key still fails, and the rollback undoes the
 // debit with it: all or nothing, the A in ACID.
-var Atomic = &Scenario{
+var Atomic = &lab.Scenario{
 	Name:     "atomic",
 	Summary:  "the same three statements in one transaction: the failure undoes the debit",
 	Section:  "Partial failure",
@@ -19,7 +20,7 @@ var Atomic = &Scenario{
 	Explain: map[string]string{
 		"one transaction": "BEGIN; debit; credit account 99; record the transfer; COMMIT.\nAny error rolls back every statement since BEGIN.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's ₦10,000 to account 99", 1, 99, 1_000_000, 0)
 
 		lab.Step("one transaction")

@@ -9,6 +9,7 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // A thousand phones that lost signal together come back together. If they
@@ -23,16 +24,16 @@ import (
 // clients have given up, so it answers 2 × 10 − n of n, and none once 20
 // arrive together. All on the lab's clock; each request that is answered
 // is a real transfer with its key.
-var Backoff = &Scenario{
+var Backoff = &lab.Scenario{
 	Name:    "backoff",
 	Summary: "50 phones retry together: without backoff a slow server stays down; growing waits with jitter let it recover",
 	Section: "Over HTTP, with a retrying client",
 	Fix:     "the backoff parts above: waits that grow, with jitter",
-	Blind:   map[Check]string{TotalKept: "transfers that never happen move no money", LedgerAgrees: "nothing moved, so the books agree"},
+	Blind:   map[lab.Check]string{lab.TotalKept: "transfers that never happen move no money", lab.LedgerAgrees: "nothing moved, so the books agree"},
 	Explain: map[string]string{
 		"broken: no backoff, every phone retries at once": "Every phone retries 10 ms after each timeout: every 10 ms gets all 50.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
 		app := &client.Client{Rand: lab.Rand}
 		schedules := []struct {
@@ -114,7 +115,7 @@ func storming(ctx context.Context, handler *api.Transfers, prefix string, amount
 				continue
 			}
 			key := fmt.Sprintf("phone-%03d-amount-%06d", p, amount)
-			if _, err := handler.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: LessonStart.Add(t)}); err != nil {
+			if _, err := handler.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.LessonStart.Add(t)}); err != nil {
 				return served, busiest, last, err
 			}
 			next[p], served, last = -1, served+1, t+slot

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // A double tap: two copies of one request at the same moment, first on a
@@ -19,7 +20,7 @@ import (
 // transaction with a hook until the second has been sent, so the
 // interleaving is the same on every run. Then a storm: 50 copies of one
 // intent at once, and exactly one transfer.
-var Concurrent = &Scenario{
+var Concurrent = &lab.Scenario{
 	Name:     "concurrent",
 	Summary:  "a double tap and a storm of 50 copies: one claims the key, the rest get 409, money moves once",
 	Section:  "Two copies at the same moment",
@@ -29,7 +30,7 @@ var Concurrent = &Scenario{
 		"PostgreSQL with a pool: a double tap of ₦5,000":                      "Only one INSERT of (user, key) can succeed. The first copy is held after its transfer,\nbefore its commit; the second finds the key in progress and is told to retry.",
 		"a storm: 50 copies of one ₦1,000 transfer":                           "50 copies start together. The one that claims the key is held until the other 49 have\ntheir answer, so the counts below do not depend on timing.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		handler := &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
 		server := lab.Server("server", handler)
 		lab.Intent("the double tap, one query at a time", 1, 2, 1_000_000, 1)
@@ -37,22 +38,22 @@ var Concurrent = &Scenario{
 		lab.Intent("the storm's intent", 1, 2, 100_000, 1)
 		// double sends two copies of tap through h: the first is held
 		// inside its transaction while the second is sent.
-		double := func(tap api.Call, h api.Handler) (first, second idem.Response, err error) {
-			held := hold(&handler.Hooks.BeforeStore, func() (idem.Response, error) { return h.Handle(ctx, tap) })
+		double := func(tap api.Call, h api.Handler, serial bool) (first, second idem.Response, err error) {
+			held := lab.Hold(&handler.Hooks.BeforeStore, func() (idem.Response, error) { return h.Handle(ctx, tap) })
 			var err2 error
 			sent := make(chan struct{})
 			go func() { defer close(sent); second, err2 = h.Handle(ctx, tap) }()
-			if _, serial := h.(*oneAtATime); !serial {
+			if !serial {
 				<-sent // with a pool, the second copy is answered while the first is held
 			}
-			first, err = held.finish()
+			first, err = held.Finish()
 			<-sent // one query at a time: only now can the second copy run
 			return first, second, errors.Join(err, err2)
 		}
 
 		lab.Part("the lesson's database, one query at a time: a double tap of ₦10,000")
 		tap := api.Call{UserID: 1, Key: "double-tap-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
-		r, second, err := double(tap, &oneAtATime{h: server})
+		r, second, err := double(tap, lab.OneAtATime(server), true)
 		if err != nil {
 			return err
 		}
@@ -69,7 +70,7 @@ var Concurrent = &Scenario{
 
 		lab.Part("PostgreSQL with a pool: a double tap of ₦5,000")
 		tap = api.Call{UserID: 1, Key: "double-tap-0000000002", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 500000}`), Now: lab.Clock.Now()}
-		r, second, err = double(tap, server)
+		r, second, err = double(tap, server, false)
 		if err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ var Concurrent = &Scenario{
 		lab.Part("a storm: 50 copies of one ₦1,000 transfer")
 		const copies = 50
 		call := api.Call{UserID: 1, Key: "storm-of-copies-0000001", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 100000}`), Now: lab.Clock.Now()}
-		counts, err := storm(ctx, handler, call, copies)
+		counts, err := lab.Storm(ctx, handler, call, copies)
 		if err != nil {
 			return err
 		}

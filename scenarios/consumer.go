@@ -9,6 +9,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // A rewards service consumes "transfer made" events from a queue and gives
@@ -17,18 +18,18 @@ import (
 // message again. Without a record of processed events the points are
 // given twice; with one, written in the same transaction as the points,
 // the redelivery is acknowledged and does nothing.
-var Consumer = &Scenario{
+var Consumer = &lab.Scenario{
 	Name:    "consumer",
 	Summary: "a queue redelivers an event after the consumer crashed before acknowledging it",
 	Section: "Event consumers: processed_events in the effect's transaction",
 	Fix:     "the safe part above: processed_events written in the effect's transaction",
-	Blind:   map[Check]string{TotalKept: "reward points are not money", LedgerAgrees: "reward points are not in the books"},
+	Blind:   map[lab.Check]string{lab.TotalKept: "reward points are not money", lab.LedgerAgrees: "reward points are not in the books"},
 	Explain: map[string]string{
 		"broken: no record of processed events": "The consumer commits the points, then crashes before acknowledging the message.",
 		"safe: processed_events":                "The event id is recorded in the transaction that gives the points.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
-		queue := &Queue{lab: lab}
+	Run: func(ctx context.Context, lab *lab.Lab) error {
+		queue := lab.Queue()
 		points := func(account, per int64) func(context.Context) (int, error) {
 			return func(ctx context.Context) (int, error) {
 				var p int64
@@ -92,11 +93,9 @@ type effect func(ctx context.Context, tx pgx.Tx, id string, r bank.Receipt) (app
 
 // consume runs one consumer over the pending messages; crash makes it die
 // after each effect commits and before it acknowledges.
-func consume(ctx context.Context, lab *Lab, q *Queue, name string, crash bool, apply effect) error {
+func consume(ctx context.Context, lab *lab.Lab, q *lab.Queue, name string, crash bool, apply effect) error {
 	for _, id := range q.Pending() {
-		q.mu.Lock()
-		body := q.msgs[id]
-		q.mu.Unlock()
+		body := q.Body(id)
 		var r bank.Receipt
 		if err := json.Unmarshal([]byte(body), &r); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // Server A claims the key and goes silent before its transfer commits.
@@ -19,7 +20,7 @@ import (
 // response needs the lock id it no longer holds. The fencing token
 // refuses it and A's whole transaction rolls back. The clock is moved by
 // hand, as in the lesson.
-var Crash = &Scenario{
+var Crash = &lab.Scenario{
 	Name:     "crash",
 	Summary:  "a server goes silent holding the key; a retry takes over; the fencing token stops the late one",
 	Section:  "A server that crashes, and one that is only slow",
@@ -30,7 +31,7 @@ var Crash = &Scenario{
 		"retry after 31 s":        "The lock has expired. The retry takes the key over with a new lock id (the fencing token).",
 		"server A wakes up":       "A runs its transfer, then tries to store its response under its old lock id.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		body := []byte(adaPaysBola)
 		const key = "crash-demo-00000000001"
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
@@ -45,7 +46,7 @@ var Crash = &Scenario{
 
 		lab.Step("server A claims the key")
 		lab.Say("(the clock is simulated: server A claims at 0 s, and a lock lasts %s)", human(keys.LockTTL))
-		a := hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
+		a := lab.Hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
 			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})
 		// The hook runs only once the claim succeeded: the lesson's "proceed".
@@ -66,7 +67,7 @@ var Crash = &Scenario{
 		lab.Reply(late, "retry after 31 s: %d %s", late.Status, transferLabel(late.Body))
 
 		lab.Step("server A wakes up")
-		_, err = a.finish()
+		_, err = a.Finish()
 		if !errors.Is(err, idem.ErrLockLost) {
 			return fmt.Errorf("server A should have lost its lock, got %v", err)
 		}

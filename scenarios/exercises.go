@@ -10,6 +10,7 @@ import (
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The lesson's three exercises.
@@ -18,11 +19,11 @@ import (
 // its target state, so doing it twice is doing it once; the conditional
 // UPDATE says whether this call made the change, and only when it did not
 // is the row read to say why.
-var Ship = &Scenario{
+var Ship = &lab.Scenario{
 	Name:    "ship",
 	Summary: "exercise: a naturally idempotent update, mark an order shipped",
 	Section: "Practice: naturally idempotent",
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		if _, err := lab.DB.Exec(ctx, bank.OrdersSchema+"; INSERT INTO orders VALUES (1, 'paid'), (2, 'cancelled')"); err != nil {
 			return err
 		}
@@ -40,7 +41,7 @@ var Ship = &Scenario{
 	},
 }
 
-func orderIs(lab *Lab, id int64, status string) func(context.Context) (int, error) {
+func orderIs(lab *lab.Lab, id int64, status string) func(context.Context) (int, error) {
 	return func(ctx context.Context) (n int, err error) {
 		err = lab.DB.QueryRow(ctx, "SELECT count(*) FROM orders WHERE id = $1 AND status = $2", id, status).Scan(&n)
 		return n, err
@@ -50,11 +51,11 @@ func orderIs(lab *Lab, id int64, status string) func(context.Context) (int, erro
 // Cleanup: the nightly job over three keys, as in the exercise: a
 // completed key from two days ago, a completed one from an hour ago, and
 // a stuck one from two days ago whose lock expired long since.
-var Cleanup = &Scenario{
+var Cleanup = &lab.Scenario{
 	Name:    "cleanup",
 	Summary: "exercise: delete keys older than 24 hours, never one with a valid lock",
 	Section: "Practice: clean up old keys",
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		now := time.Date(2026, 9, 24, 3, 0, 0, 0, time.UTC)
 		ago := func(h int) time.Time { return now.Add(-time.Duration(h) * time.Hour) }
 		_, err := lab.DB.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at) VALUES
@@ -73,8 +74,8 @@ var Cleanup = &Scenario{
 		if err != nil {
 			return err
 		}
-		lab.Say("deleted: %s", nodeList(deleted))
-		lab.Say("kept: %s", nodeList(kept))
+		lab.Say("deleted: %s", NodeList(deleted))
+		lab.Say("kept: %s", NodeList(kept))
 		return nil
 	},
 }
@@ -83,26 +84,26 @@ var Cleanup = &Scenario{
 // for real: a loopback server answers the first attempt with it (or drops
 // the connection, for "network"), and the lab's client decides. The table
 // is what the client did.
-var ShouldRetry = &Scenario{
+var ShouldRetry = &lab.Scenario{
 	Name:    "should-retry",
 	Summary: "exercise: which outcomes the client retries, played through the real client",
 	Section: "Practice: which responses to retry?",
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Step("play each outcome")
-		return playRetries(ctx, lab.Clock.Advance, func(outcome string, retried bool) {
+		return PlayRetries(ctx, lab.Clock.Advance, func(outcome string, retried bool) {
 			lab.Say("%-8s %t", outcome, retried)
 		})
 	},
 }
 
-// retryOutcomes are the exercise's outcomes, in the lesson's order.
-var retryOutcomes = []string{"network", "201", "400", "409", "422", "429", "500", "503"}
+// RetryOutcomes are the exercise's outcomes, in the lesson's order.
+var RetryOutcomes = []string{"network", "201", "400", "409", "422", "429", "500", "503"}
 
-// playRetries plays each outcome for real: a loopback server answers the
+// PlayRetries plays each outcome for real: a loopback server answers the
 // first attempt with it (or drops the connection, for "network"), and the
 // lab's client decides whether to try again; say hears what it did. The
 // client's back-off waits are not slept but given to wait.
-func playRetries(ctx context.Context, wait func(time.Duration), say func(outcome string, retried bool)) error {
+func PlayRetries(ctx context.Context, wait func(time.Duration), say func(outcome string, retried bool)) error {
 	var mu sync.Mutex
 	var first string
 	attempts := 0
@@ -137,7 +138,7 @@ func playRetries(ctx context.Context, wait func(time.Duration), say func(outcome
 		HTTP:  &http.Client{Transport: transport, Timeout: 10 * time.Second},
 		Sleep: func(_ context.Context, d time.Duration) error { wait(d); return nil },
 	}
-	for _, outcome := range retryOutcomes {
+	for _, outcome := range RetryOutcomes {
 		mu.Lock()
 		first, attempts = outcome, 0
 		mu.Unlock()

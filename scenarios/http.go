@@ -9,6 +9,7 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The real thing: the API on a net/http server on a loopback port, and a
@@ -19,7 +20,7 @@ import (
 // reports the closed connection itself; the lab names it the same way on
 // every run. The backoff waits are real values from a seeded jitter, spent
 // on the lab's clock instead of the wall clock.
-var HTTP = &Scenario{
+var HTTP = &lab.Scenario{
 	Name:     "http",
 	Summary:  "over real HTTP: the server drops the first response, the client retries with its key",
 	Section:  "Over HTTP, with a retrying client",
@@ -27,7 +28,7 @@ var HTTP = &Scenario{
 	Explain: map[string]string{
 		"send over HTTP": "POST /transfers with Authorization: Bearer token-ada and an Idempotency-Key header.\nThe client retries network errors, 5xx, 409 and 429 with backoff and jitter, and nothing else.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
 		server := &api.Server{
 			Transfers: &api.Transfers{DB: lab.DB, Keys: &idem.Store{}},
@@ -67,7 +68,7 @@ var HTTP = &Scenario{
 		}
 
 		lab.Step("send over HTTP")
-		res, err := app.Send(ctx, newKey(lab), []byte(adaPaysBola))
+		res, err := app.Send(ctx, lab.NewKey(), []byte(adaPaysBola))
 		if err != nil {
 			lab.Say("gave up: %v", err)
 		} else {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // What a key protects against, and what it refuses: reordered JSON is the
@@ -13,7 +14,7 @@ import (
 // bug (422); keys belong to their user, so Bola's identical key string is
 // his own; no key at all is refused; and a refusal is an answer, stored
 // and replayed like a success.
-var KeyMisuse = &Scenario{
+var KeyMisuse = &lab.Scenario{
 	Name:     "key-misuse",
 	Summary:  "reordered JSON, a reused key, another user's key, no key, a replayed refusal",
 	Section:  "Misuse: a reused key, another user, no key",
@@ -21,7 +22,7 @@ var KeyMisuse = &Scenario{
 	Explain: map[string]string{
 		"misuse": "The fingerprint is a hash of the canonical request (keys sorted), stored with the key.\nKeys are stored per user: (user_id, key) is the primary key.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		handler := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
 		const key, broke = "tap-2026-09-24-0001", "tap-2026-09-24-0002"
 		lab.Intent("Ada's first request", 1, 2, 1_000_000, 1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The ledger's own key. The API answers Ada's tap through the key store,
@@ -18,7 +19,7 @@ import (
 // to the transfer, bypassing the store. With a ledger that does not know
 // the key, money moves twice. With the key written on every ledger row
 // under a unique index, the database itself refuses the second transfer.
-var LedgerKey = &Scenario{
+var LedgerKey = &lab.Scenario{
 	Name:    "ledger-key",
 	Summary: "a second code path bypasses the key store: the ledger's own unique key refuses the duplicate",
 	Section: "Idempotent consumers and retention: the ledger, the last line of defence",
@@ -28,7 +29,7 @@ var LedgerKey = &Scenario{
 		"broken: a ledger that does not know the key":  "The API goes through the key store; the resend job calls the transfer directly.",
 		"safe: the ledger row carries the key, unique": "Both paths stamp the transfer row with the key, in the transfer's transaction.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		keys := &idem.Store{}
 		api := func(key, body string, stamp bool) (idem.Response, error) {
 			req := idem.Request{UserID: 1, Key: key, Method: "POST", Path: "/transfers", Body: []byte(body), Now: lab.Clock.Now()}
@@ -83,7 +84,7 @@ func ledgerTransfer(ctx context.Context, tx pgx.Tx, key, body string, stamp bool
 
 // resendJob is BROKEN ON PURPOSE: a second code path that sends a request
 // again straight to the transfer, without asking the key store.
-func resendJob(ctx context.Context, lab *Lab, key, body string, stamp bool) (bank.Outcome, error) {
+func resendJob(ctx context.Context, lab *lab.Lab, key, body string, stamp bool) (bank.Outcome, error) {
 	var o bank.Outcome
 	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
 		if o, err = bank.Transfer(ctx, tx, 1, []byte(body)); err == nil && stamp && o.Receipt != nil {

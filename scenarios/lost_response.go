@@ -9,20 +9,21 @@ import (
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The bus-and-tunnel story. The server moves the money, then the response
 // is lost on the way back. The client cannot know the transfer happened,
 // so it does what a good client does and retries: the server sees a
 // perfectly valid second request, and moves ₦10,000 again.
-var LostResponse = &Scenario{
+var LostResponse = &lab.Scenario{
 	Name:    "lost-response",
 	Summary: "the response is lost, the client retries, and one tap moves ₦20,000",
 	Section: "The response that never arrives",
 	Fix:     "bank scenario retry-safe (one idempotency key per intent)",
-	Blind: map[Check]string{
-		TotalKept:    "a transfer made twice still conserves money",
-		LedgerAgrees: "both transfers are recorded, so the books agree",
+	Blind: map[lab.Check]string{
+		lab.TotalKept:    "a transfer made twice still conserves money",
+		lab.LedgerAgrees: "both transfers are recorded, so the books agree",
 	},
 	Explain: map[string]string{
 		"retry after a lost response": `The "network" delivers each attempt to the server, which commits; the
@@ -36,11 +37,11 @@ never arrived and one that failed all look the same.
    |  POST /transfers (retry) --> |  BEGIN ... COMMIT  -------->  |  ₦10,000 moved again
    |  <---------------- 201       |                               |`,
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).ShownBroken()
 		// BROKEN ON PURPOSE: the transfer, with no key; the network loses
 		// its first answer after the commit.
-		server := lab.Server("server", handlerFunc(func(ctx context.Context, c api.Call) (idem.Response, error) {
+		server := lab.Server("server", api.HandlerFunc(func(ctx context.Context, c api.Call) (idem.Response, error) {
 			var o bank.Outcome
 			err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
 				o, err = bank.Transfer(ctx, tx, c.UserID, c.Body)

@@ -3,19 +3,16 @@ package scenarios
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"time"
 
-	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // MemoryKeys: keys kept in a map inside the server process. Played with
 // real bank serve processes: the server restarts between two attempts,
 // and then two copies of the server share one database while the retry
 // lands on the other copy. Either way the key is not there.
-var MemoryKeys = &Mistake{
+var MemoryKeys = &lab.Mistake{
 	Name:    "memory-keys",
 	Summary: "keys in a map in memory",
 	Happens: "lost on restart, and not shared with the other copies of the server",
@@ -25,7 +22,7 @@ var MemoryKeys = &Mistake{
 		"the server restarts":      "bank serve loses the first response; during the client's backoff the server restarts.",
 		"two copies of the server": "Two bank serve processes on two ports share the bank; the retry goes to the other one.",
 	},
-	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		mode := []string{}
 		if broken {
 			mode = []string{"--break", "memory-keys"} // BROKEN ON PURPOSE
@@ -38,7 +35,7 @@ var MemoryKeys = &Mistake{
 		if err != nil {
 			return err
 		}
-		app := appClient(lab, first.Addr)
+		app := lab.App(first.Addr)
 		app.Sleep = func(ctx context.Context, d time.Duration) error {
 			port := first.Addr[len("http://127.0.0.1:"):]
 			if err := first.Stop(); err != nil && !isSignal(err) {
@@ -65,7 +62,7 @@ var MemoryKeys = &Mistake{
 		if err != nil {
 			return err
 		}
-		app = appClient(lab, one.Addr)
+		app = lab.App(one.Addr)
 		app.Sleep = func(context.Context, time.Duration) error {
 			app.BaseURL = two.Addr
 			lab.Say("the load balancer sends the retry to the other copy")
@@ -81,60 +78,4 @@ var MemoryKeys = &Mistake{
 func isSignal(err error) bool {
 	var exit interface{ ExitCode() int }
 	return errors.As(err, &exit)
-}
-
-// memoryKeys is BROKEN ON PURPOSE (also behind bank serve --break
-// memory-keys): it keeps keys in a map in this process: gone when the process
-// restarts, and invisible to the other copies of the server. Everything
-// else it does right (a key required, a fingerprint, one copy at a time),
-// so that the memory is the only thing wrong with it.
-type memoryKeys struct {
-	db   idem.DB
-	mu   sync.Mutex
-	seen map[string]*memoryKey
-}
-
-type memoryKey struct {
-	hash string
-	resp idem.Response
-	done bool
-}
-
-func (m *memoryKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
-	if !idem.ValidKey(c.Key) {
-		return idem.KeyRequired(), nil
-	}
-	hash, err := idem.Fingerprint("POST", "/transfers", c.Body)
-	if err != nil {
-		return idem.Problem(400, "invalid_json", "the body is not valid JSON"), nil
-	}
-	id := fmt.Sprint(c.UserID, "/", c.Key)
-	m.mu.Lock()
-	prev, ok := m.seen[id]
-	if !ok {
-		if m.seen == nil {
-			m.seen = map[string]*memoryKey{}
-		}
-		m.seen[id] = &memoryKey{hash: hash}
-	}
-	m.mu.Unlock()
-	switch {
-	case ok && prev.hash != hash:
-		return idem.KeyReused(), nil
-	case ok && !prev.done:
-		return idem.InProgress(), nil
-	case ok:
-		resp := prev.resp
-		resp.Replayed = true
-		return resp, nil
-	}
-	resp, err := transferOnce(ctx, m.db, c)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err != nil || resp.Status >= 500 {
-		delete(m.seen, id) // free for a retry
-	} else {
-		m.seen[id].resp, m.seen[id].done = resp, true
-	}
-	return resp, err
 }

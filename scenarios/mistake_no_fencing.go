@@ -6,18 +6,20 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 // NoFencing: the lock expires, a retry takes the key over and transfers;
 // then the first server, only slow, finishes too. Without a fencing token
 // nothing stops it, and both transfers commit.
-var NoFencing = &Mistake{
+var NoFencing = &lab.Mistake{
 	Name:    "no-fencing",
 	Summary: "a lock expiry but no fencing token",
 	Happens: "a slow server and the retry that took over both commit their transfer",
 	Fix:     "storing the response needs the current lock id; the slow server's transaction rolls back",
 	Blind:   twiceBlind,
-	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		body := []byte(adaPaysBola)
 		const key = "crash-demo-00000000001"
@@ -26,8 +28,8 @@ var NoFencing = &Mistake{
 		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
 		var a, b api.Handler = &api.Transfers{DB: lab.DB, Keys: keys, Hooks: slow}, &api.Transfers{DB: lab.DB, Keys: keys}
 		if broken {
-			a = &leakyStore{db: lab.DB, mistake: noFencing, ttl: 30 * time.Second, hooks: slow}
-			b = &leakyStore{db: lab.DB, mistake: noFencing, ttl: 30 * time.Second}
+			a = &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second, Hooks: slow}
+			b = &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second}
 		}
 		a, b = lab.Server("server A", a), lab.Server("server B", b)
 		lab.Step("a slow server and a takeover")

@@ -6,24 +6,26 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 // NoFingerprint: the key is reused with a different amount, and the
 // server, not comparing requests, replays the first answer: the app is
 // told a ₦50,000 transfer succeeded when none was made.
-var NoFingerprint = &Mistake{
+var NoFingerprint = &lab.Mistake{
 	Name:    "no-fingerprint",
 	Summary: "ignoring the request fingerprint",
 	Happens: "a key reused for a different amount is told the earlier transfer succeeded",
 	Fix:     "the request's fingerprint is stored with the key; a different request gets 422",
 	Blind:   falseBlind,
-	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lies := 0
 		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)
 		lab.Effect("a success reported for the ₦50,000 request", 0, func(context.Context) (int, error) { return lies, nil }).BrokenIf(broken)
 		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &storedKeys{db: lab.DB, mistake: noFingerprint}
+			h = &wrong.StoredKeys{DB: lab.DB, Mistake: wrong.NoFingerprint}
 		}
 		h = lab.Server("server", h)
 		lab.Step("one key, two amounts")

@@ -6,19 +6,21 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 // Replay500: a brief outage (Ada's account row held by a maintenance job
 // past the handler's lock timeout) makes the first delivery fail with
 // 500. Stored as the key's answer, the 500 comes back on every retry, long
 // after the outage is over.
-var Replay500 = &Mistake{
+var Replay500 = &lab.Mistake{
 	Name:    "replay-500",
 	Summary: "replaying stored 500s",
 	Happens: "a temporary outage becomes a permanent failure for that key",
 	Fix:     "an unexpected error releases the key; the retry runs and succeeds",
 	Blind:   neverBlind,
-	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		server, err := lab.Session(ctx)
 		if err != nil {
@@ -29,7 +31,7 @@ var Replay500 = &Mistake{
 		}
 		var h api.Handler = &api.Transfers{DB: server, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &storedKeys{db: server, mistake: replay500}
+			h = &wrong.StoredKeys{DB: server, Mistake: wrong.Replay500}
 		}
 		h = lab.Server("server", h)
 		send := func(label string) error {
@@ -41,7 +43,7 @@ var Replay500 = &Mistake{
 			return nil
 		}
 		lab.Step("a brief outage")
-		release, err := lab.holdRow(ctx, 1)
+		release, err := lab.HoldRow(ctx, 1)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 // SecondTransaction: the transfer commits, then the response is stored in
@@ -12,13 +14,13 @@ import (
 // the key still says "in progress", and once its lock expires the retry
 // takes it over and transfers again. In one transaction, the crash takes
 // the transfer down with it.
-var SecondTransaction = &Mistake{
+var SecondTransaction = &lab.Mistake{
 	Name:    "second-transaction",
 	Summary: "storing the response in a second transaction",
 	Happens: "a crash between the two commits leaves a done transfer with no stored response; the retry transfers again",
 	Fix:     "the transfer and the stored response commit in one transaction",
 	Blind:   twiceBlind,
-	Steps: crashStory(secondTransaction, "a crash between the transfer and the stored response",
+	Steps: crashStory(wrong.SecondTransaction, "a crash between the transfer and the stored response",
 		func(crash func(context.Context)) api.Hooks { return api.Hooks{BeforeStore: crash} },
 		10*time.Second, 31*time.Second),
 }

@@ -5,23 +5,25 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 // UnscopedKeys: keys stored without their user. Another user who happens
 // to send the same key string gets the first user's stored answer (her
 // transfer, her balance), and his own transfer never happens.
-var UnscopedKeys = &Mistake{
+var UnscopedKeys = &lab.Mistake{
 	Name:    "unscoped-keys",
 	Summary: "keys not scoped to the user",
 	Happens: "another user sending the same key string gets the first user's stored response",
 	Fix:     "keys stored under (user, key): Bola's key is his own",
 	Blind:   neverBlind,
-	Steps: func(ctx context.Context, lab *Lab, broken bool) error {
+	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)
 		lab.Intent("Bola's ₦1,000", 2, 1, 100_000, 1).BrokenIf(broken)
 		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &storedKeys{db: lab.DB, mistake: unscoped}
+			h = &wrong.StoredKeys{DB: lab.DB, Mistake: wrong.Unscoped}
 		}
 		h = lab.Server("server", h)
 		lab.Step("two users, one key string")

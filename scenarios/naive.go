@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The lesson opens with a transfer written the obvious way: three
@@ -12,16 +13,16 @@ import (
 // typo, account 99. The credit matches no row and that is not an error;
 // only the transfer record fails, on its foreign key, and by then the
 // debit has happened. ₦10,000 leaves the bank.
-var Naive = &Scenario{
+var Naive = &lab.Scenario{
 	Name:    "naive",
 	Summary: "three statements and no transaction: a failed transfer loses ₦10,000",
 	Section: "Partial failure",
 	Fix:     "bank scenario atomic (the same three statements in one transaction)",
-	Breaks:  []Check{TotalKept, LedgerAgrees},
+	Breaks:  []lab.Check{lab.TotalKept, lab.LedgerAgrees},
 	Explain: map[string]string{
 		"three statements": "Debit Ada, credit account 99 (a typo: it does not exist), record the transfer.\nEach statement commits on its own.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		if err := lab.Balances(ctx, "before:"); err != nil {
 			return err
 		}
@@ -43,7 +44,7 @@ var Naive = &Scenario{
 // naiveTransfer is BROKEN ON PURPOSE: each statement autocommits, so a
 // failure after the debit leaves the money gone. The correct transfer is
 // bank.Transfer, run in a transaction.
-func naiveTransfer(ctx context.Context, lab *Lab, from, to, amount int64) error {
+func naiveTransfer(ctx context.Context, lab *lab.Lab, from, to, amount int64) error {
 	if _, err := lab.DB.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo - $1 WHERE id = $2", amount, from); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // One key from the phone to the rail. Ada pays ₦10,000 to an account at
@@ -18,7 +19,7 @@ import (
 // retry at any hop moves the money once. Two branches of the rail: it
 // paid but its answer was lost (the enquiry says so: no retry), or the
 // request never reached it (the enquiry says so: retry, same reference).
-var OneKey = &Scenario{
+var OneKey = &lab.Scenario{
 	Name:     "one-key",
 	Summary:  "one key from the phone through the API and the ledger to the rail: a retry at any hop pays once",
 	Section:  "Idempotency, end to end: one key from the phone to the rail",
@@ -27,8 +28,8 @@ var OneKey = &Scenario{
 		"the rail paid, but its answer was lost": "The enquiry finds the reference: the bank does not call again.",
 		"the request never reached the rail":     "The enquiry does not find it: the bank calls again with the same reference.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
-		rail := &Rail{lab: lab}
+	Run: func(ctx context.Context, lab *lab.Lab) error {
+		rail := lab.Rail()
 		keys := &idem.Store{}
 		for _, c := range []struct {
 			part       string
@@ -39,11 +40,12 @@ var OneKey = &Scenario{
 			{"the request never reached the rail", 500_000, 0, 1},
 		} {
 			lab.Part(c.part)
-			key := newKey(lab)
+			key := lab.NewKey()
 			ref := "rail-" + key[:8]
 			lab.Effect(fmt.Sprintf("Ada's %s payout, paid by the rail", bank.Naira(c.amount)), 1, func(context.Context) (int, error) { return rail.Payments(ref), nil })
 			lab.Say("the app makes the key when the confirm screen opens: %s", key)
-			rail.loseNext, rail.dropNext = c.lose, c.drop
+			rail.LoseAnswers(c.lose)
+			rail.DropRequests(c.drop)
 			body := []byte(fmt.Sprintf(`{"from": 1, "amountKobo": %d, "reference": %q}`, c.amount, ref))
 			pay := func() (idem.Response, error) {
 				req := idem.Request{UserID: 1, Key: key, Method: "POST", Path: "/payouts", Body: body, Now: lab.Clock.Now()}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // A transfer must also send an SMS, and the database cannot un-send one.
@@ -17,19 +18,19 @@ import (
 // sends it and marks it sent. A worker that dies between the two sends it
 // again, and the provider, given the outbox row's id as idempotency key,
 // delivers it once.
-var Outbox = &Scenario{
+var Outbox = &lab.Scenario{
 	Name:    "outbox",
 	Summary: "an SMS per transfer: sent in the transaction or after it goes wrong; the outbox delivers once",
 	Section: "Side effects outside the database",
 	Fix:     "the safe part above: the message written in the transfer's transaction, sent with its own key",
-	Blind:   map[Check]string{TotalKept: "an SMS is not money", LedgerAgrees: "an SMS is not in the books"},
+	Blind:   map[lab.Check]string{lab.TotalKept: "an SMS is not money", lab.LedgerAgrees: "an SMS is not in the books"},
 	Explain: map[string]string{
 		"broken: send inside the transaction": "The SMS is sent before COMMIT. The app's connection then dies, and the transfer rolls back.",
 		"broken: send after the commit":       "The transfer commits, then the server dies before it sends the SMS.",
 		"safe: the outbox":                    "Transfer and outbox row commit together. Worker 1 sends, then its connection dies before\nit marks the row sent; worker 2 sends again with the same key.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
-		sms := &SMSProvider{lab: lab}
+	Run: func(ctx context.Context, lab *lab.Lab) error {
+		sms := lab.SMS()
 		delivered := func(text string) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) { return sms.Count(text), nil }
 		}
@@ -76,7 +77,7 @@ var Outbox = &Scenario{
 		_, err = bank.DeliverOne(ctx, worker1, func(ctx context.Context, m bank.Message) error {
 			sms.Send(m.Key(), m.Recipient, m.Text)
 			lab.Say("worker 1 sent message %d (key %s), then its connection died before marking it sent", m.ID, m.Key())
-			return lab.Kill(ctx, worker1)
+			return lab.KillSession(ctx, worker1)
 		})
 		if err == nil {
 			return errors.New("worker 1 should not have been able to mark the message sent")
@@ -106,7 +107,7 @@ var Outbox = &Scenario{
 
 // sendInsideTransaction is BROKEN ON PURPOSE: the SMS leaves before the
 // commit, and the commit then fails.
-func sendInsideTransaction(ctx context.Context, lab *Lab, app *pgx.Conn, sms *SMSProvider) error {
+func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms *lab.SMSProvider) error {
 	tx, err := app.Begin(ctx)
 	if err != nil {
 		return err
@@ -117,7 +118,7 @@ func sendInsideTransaction(ctx context.Context, lab *Lab, app *pgx.Conn, sms *SM
 	}
 	sms.Send("", "Ada", fmt.Sprintf("You sent %s to Bola", bank.Naira(o.Receipt.AmountKobo)))
 	lab.Say("SMS sent: \"You sent ₦10,000 to Bola\" (before COMMIT)")
-	if err := lab.Kill(ctx, app); err != nil {
+	if err := lab.KillSession(ctx, app); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -131,7 +132,7 @@ func sendInsideTransaction(ctx context.Context, lab *Lab, app *pgx.Conn, sms *SM
 
 // sendAfterCommit is BROKEN ON PURPOSE: the SMS would be sent after the
 // commit, and the server dies in between.
-func sendAfterCommit(ctx context.Context, lab *Lab) error {
+func sendAfterCommit(ctx context.Context, lab *lab.Lab) error {
 	var id int64
 	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
 		o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`))

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The balance race. "Read the balance, compare, then write" has a gap:
@@ -18,7 +19,7 @@ import (
 // lesson's transfer closes the gap instead: it locks the sender's row
 // (FOR UPDATE), so the second transfer waits for the first, and it checks
 // and debits in one statement, so the second is refused as insufficient.
-var Race = &Scenario{
+var Race = &lab.Scenario{
 	Name:     "race",
 	Summary:  "two transfers read the same balance: the CHECK constraint catches the overdraft; FOR UPDATE makes them take turns",
 	Section:  "Think before you move money: enough money, atomically",
@@ -27,7 +28,7 @@ var Race = &Scenario{
 		"broken: read, check, then write":            "Two sessions each read Bola's balance, decide, and then debit. Nothing stops both\nfrom reading the same ₦15,000.",
 		"safe: lock the row, check and debit as one": "bank.Transfer: SELECT ... FOR UPDATE, then UPDATE ... WHERE balance_kobo >= amount.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's two top-ups of Bola, ₦10,000 each", 1, 2, 1_000_000, 2)
 		lab.Intent("the two races' ₦10,000 from Bola: one each gets through", 2, 1, 1_000_000, 2)
 		a, err := lab.Session(ctx)
@@ -102,7 +103,7 @@ var Race = &Scenario{
 			o, err := bank.Transfer(ctx, txB, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
 			second <- result{o, err}
 		}()
-		if err := lab.waitBlocked(ctx, b, a); err != nil {
+		if err := lab.WaitBlocked(ctx, b, a); err != nil {
 			return err
 		}
 		lab.Say("transfer B waits for Bola's row (pg_blocking_pids shows B blocked by A)")
@@ -149,9 +150,9 @@ func checkedDebit(ctx context.Context, tx pgx.Tx) error {
 }
 
 // balanceOf reads an account's committed balance (0 if it cannot).
-func balanceOf(ctx context.Context, lab *Lab, id int64) (kobo int64) {
+func balanceOf(ctx context.Context, lab *lab.Lab, id int64) (kobo int64) {
 	lab.DB.QueryRow(ctx, "SELECT balance_kobo FROM accounts WHERE id = $1", id).Scan(&kobo)
 	return kobo
 }
 
-func bolaHas(ctx context.Context, lab *Lab) string { return bank.Naira(balanceOf(ctx, lab, 2)) }
+func bolaHas(ctx context.Context, lab *lab.Lab) string { return bank.Naira(balanceOf(ctx, lab, 2)) }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // Ada pays someone at another bank through a payment rail. The rail takes
@@ -17,25 +18,25 @@ import (
 // safe way keeps one reference per attempt family, asks the rail about it
 // before retrying, and retries only a reference the rail never saw; and
 // the ledger's unique reference refuses a second payout row for it.
-var Rails = &Scenario{
+var Rails = &lab.Scenario{
 	Name:    "rails",
 	Summary: "a payout to another bank times out after the rail accepted it: a new reference pays twice",
 	Section: "Outbound to rails: one reference per attempt family",
 	Fix:     "the safe part above: one reference per payout, and a status enquiry before retrying",
-	Blind:   map[Check]string{TotalKept: "the second payment happened at the rail, outside the bank's books", LedgerAgrees: "the bank recorded the payout once"},
+	Blind:   map[lab.Check]string{lab.TotalKept: "the second payment happened at the rail, outside the bank's books", lab.LedgerAgrees: "the bank recorded the payout once"},
 	Explain: map[string]string{
 		"broken: a new reference per retry, for Ada's ₦10,000 payout":       "The rail pays, then its answer is lost. The retry carries a fresh reference.",
 		"safe: one reference and a status enquiry, for Ada's ₦5,000 payout": "The reference is stored with the payout before the first call. After a timeout the bank asks\nthe rail whether it has that reference, and retries only if it has not.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
-		rail := &Rail{lab: lab}
+	Run: func(ctx context.Context, lab *lab.Lab) error {
+		rail := lab.Rail()
 		paid := func(prefix string) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) { return rail.Payments(prefix), nil }
 		}
 
 		lab.Part("broken: a new reference per retry, for Ada's ₦10,000 payout")
 		lab.Effect("Ada's ₦10,000 payout, paid by the rail", 1, paid("naive-")).ShownBroken()
-		rail.loseNext = 1
+		rail.LoseAnswers(1)
 		if err := payoutNewReferenceEachTry(ctx, lab, rail); err != nil {
 			return err
 		}
@@ -43,7 +44,7 @@ var Rails = &Scenario{
 
 		lab.Part("safe: one reference and a status enquiry, for Ada's ₦5,000 payout")
 		lab.Effect("Ada's ₦5,000 payout, paid by the rail", 1, paid("po-0002"))
-		rail.loseNext = 1
+		rail.LoseAnswers(1)
 		res, err := bank.Payout(ctx, lab.DB, rail, 1, 500_000, "po-0002", 3)
 		if err != nil {
 			return err
@@ -64,7 +65,7 @@ var Rails = &Scenario{
 // payoutNewReferenceEachTry is BROKEN ON PURPOSE: the debit and payout row
 // are written once, but every retry of the rail call gets a fresh
 // reference, so the rail cannot know it is the same payment.
-func payoutNewReferenceEachTry(ctx context.Context, lab *Lab, rail *Rail) error {
+func payoutNewReferenceEachTry(ctx context.Context, lab *lab.Lab, rail *lab.Rail) error {
 	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo - 1000000 WHERE id = 1"); err != nil {
 			return err

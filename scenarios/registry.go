@@ -1,9 +1,11 @@
 package scenarios
 
+import "github.com/zudojs/bank/scenarios/lab"
+
 // All is every scenario, in the lesson's order. Adding one: write its file,
 // list it here once, run `go test ./scenarios -update`, read the new golden
 // file as a learner would, and commit both.
-var All = []*Scenario{
+var All = []*lab.Scenario{
 	Naive,
 	Atomic,
 	Rules,
@@ -32,7 +34,7 @@ var All = []*Scenario{
 }
 
 // Lookup finds a scenario by name.
-func Lookup(name string) (*Scenario, bool) {
+func Lookup(name string) (*lab.Scenario, bool) {
 	for _, s := range All {
 		if s.Name == name {
 			return s, true

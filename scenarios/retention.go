@@ -6,6 +6,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // Keys cannot be kept for ever, so a clean-up job deletes old ones. It may
@@ -15,7 +16,7 @@ import (
 // after 25 hours. With a 48-hour window the retry is replayed; with a
 // 24-hour window the same retry moves her money a second time. The
 // window must outlast every realistic retry.
-var Retention = &Scenario{
+var Retention = &lab.Scenario{
 	Name:    "retention",
 	Summary: "old keys are deleted; a retry that outlives its key moves money again",
 	Section: "Key retention",
@@ -27,7 +28,7 @@ var Retention = &Scenario{
 		"late retries": "The phones come back online and retry with their keys.",
 		"keys kept 30 days, the outline's longer end": "A phone off for ten days, and a clean-up that keeps 30 days of keys.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
 		ada := api.Call{UserID: 1, Key: "ada-offline-0000000001", Body: []byte(adaPaysBola)}
 		bola := api.Call{UserID: 2, Key: "bola-offline-000000001", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
@@ -106,7 +107,7 @@ var Retention = &Scenario{
 	},
 }
 
-func keys(ctx context.Context, lab *Lab) ([]string, error) {
+func keys(ctx context.Context, lab *lab.Lab) ([]string, error) {
 	rows, err := lab.DB.Query(ctx, "SELECT key FROM idempotency_keys ORDER BY key")
 	if err != nil {
 		return nil, err

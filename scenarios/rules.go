@@ -7,13 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The correct transfer, bank.Transfer, against every rule the lesson
 // reasons through: ownership, frozen accounts on either side, a missing
 // recipient, too little money, and half a kobo. Each request gets its own
 // transaction. One goes through; six are refused, each for its own reason.
-var Rules = &Scenario{
+var Rules = &lab.Scenario{
 	Name:     "rules",
 	Summary:  "the correct transfer against every rule: one succeeds, six are refused",
 	Section:  "The transfer, done properly",
@@ -21,7 +22,7 @@ var Rules = &Scenario{
 	Explain: map[string]string{
 		"seven requests": "Each request runs bank.Transfer in its own transaction.\nRefusals are answers (status and code), not errors: nothing is written before the checks pass.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		requests := []struct {
 			label string
 			user  int64

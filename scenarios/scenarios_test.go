@@ -3,8 +3,10 @@ package scenarios_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,8 @@ import (
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from real runs")
@@ -37,27 +41,37 @@ func TestMain(m *testing.M) {
 
 const goldenDir = "../testdata/scenarios"
 
-func run(t *testing.T, sc *scenarios.Scenario, o scenarios.Options) (string, scenarios.Verdict) {
+// run runs a scenario with its transcript printed live, and recorded
+// (with the states the pictures show).
+func run(t *testing.T, sc *lab.Scenario) (string, lab.Verdict, *render.Recorder) {
 	t.Helper()
 	var out bytes.Buffer
-	v, err := scenarios.Run(context.Background(), pgtest.Cluster(), sc, &out, o)
+	rec := &render.Recorder{}
+	v, err := lab.Run(context.Background(), pgtest.Cluster(), sc, lab.Options{Sink: lab.Tee{render.Text(&out, render.Options{}), rec}, States: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.String(), v
+	return out.String(), v, rec
 }
 
-// drawn collects a run's recordings and draws them, each under its name.
-type drawn struct{ recs []*scenarios.Recording }
-
-func (d *drawn) record(r *scenarios.Recording) { d.recs = append(d.recs, r) }
-
-func (d *drawn) String() string {
+// drawn draws each recorded run, under its name.
+func drawn(rec *render.Recorder) string {
 	var b bytes.Buffer
-	for _, r := range d.recs {
+	for _, r := range rec.Runs {
 		fmt.Fprintf(&b, "== %s\n", r.Scenario.Name)
-		scenarios.DrawDiagram(&b, r, false)
+		render.DrawDiagram(&b, r, false)
 		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// replayed is the transcript a recording gives when it is fed to the
+// text renderer again: the live one, if both come from the one stream.
+func replayed(rec *render.Recorder) string {
+	var b bytes.Buffer
+	text := render.Text(&b, render.Options{})
+	for _, r := range rec.Runs {
+		render.Replay(r, text)
 	}
 	return b.String()
 }
@@ -68,21 +82,24 @@ func TestGolden(t *testing.T) {
 	for _, sc := range scenarios.All {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			var d1, d2 drawn
-			first, v := run(t, sc, scenarios.Options{Record: d1.record})
-			second, _ := run(t, sc, scenarios.Options{Record: d2.record})
+			first, v, r1 := run(t, sc)
+			second, _, r2 := run(t, sc)
 			if first != second {
 				t.Fatalf("two runs printed different transcripts:\n%s", diff(first, second))
 			}
-			if d1.String() != d2.String() {
-				t.Fatalf("two runs drew different diagrams:\n%s", diff(d1.String(), d2.String()))
+			if drawn(r1) != drawn(r2) {
+				t.Fatalf("two runs drew different diagrams:\n%s", diff(drawn(r1), drawn(r2)))
+			}
+			if again := replayed(r1); again != first {
+				t.Fatalf("the recording, replayed, printed another transcript than the run:\n%s", diff(first, again))
 			}
 			if !v.Reproduced {
 				t.Errorf("the lesson did not reproduce: %s", strings.Join(v.Differences(), "; "))
 			}
 			golden(t, filepath.Join(goldenDir, sc.Name+".golden"), first)
-			golden(t, filepath.Join("../testdata/diagrams", sc.Name+".golden"), d1.String())
-			checkWidth(t, d1.String())
+			explained(t, sc.Explain, r1)
+			golden(t, filepath.Join("../testdata/diagrams", sc.Name+".golden"), drawn(r1))
+			checkWidth(t, drawn(r1))
 		})
 	}
 }
@@ -93,14 +110,15 @@ func TestMistakesGolden(t *testing.T) {
 	for _, m := range scenarios.Mistakes {
 		t.Run(m.Name, func(t *testing.T) {
 			t.Parallel()
-			runOnce := func() (string, scenarios.MistakeVerdict, string) {
+			runOnce := func() (string, lab.MistakeVerdict, string) {
 				var out bytes.Buffer
-				var d drawn
-				v, err := scenarios.RunMistake(context.Background(), pgtest.Cluster(), m, &out, scenarios.Options{Bank: bankBinary, Record: d.record})
+				rec := &render.Recorder{}
+				v, err := lab.RunMistake(context.Background(), pgtest.Cluster(), m, lab.Options{Bank: bankBinary, Sink: lab.Tee{render.Text(&out, render.Options{}), rec}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				return out.String(), v, d.String()
+				explained(t, m.Explain, rec)
+				return out.String(), v, drawn(rec)
 			}
 			first, v, d1 := runOnce()
 			second, _, d2 := runOnce()
@@ -122,6 +140,25 @@ func TestMistakesGolden(t *testing.T) {
 	for _, f := range files {
 		if _, ok := scenarios.LookupMistake(strings.TrimSuffix(filepath.Base(f), ".golden")); !ok {
 			t.Errorf("%s has no mistake", f)
+		}
+	}
+}
+
+// explained: every note of --explain is keyed by the title of a step the
+// story really takes (a note under a misspelt title is never shown).
+func explained(t *testing.T, notes map[string]string, rec *render.Recorder) {
+	t.Helper()
+	taken := map[string]bool{}
+	for _, r := range rec.Runs {
+		for _, e := range r.Events {
+			if e.Kind == "step" {
+				taken[e.Text] = true
+			}
+		}
+	}
+	for title := range notes {
+		if !taken[title] {
+			t.Errorf("an --explain note is keyed %q, but no step has that title", title)
 		}
 	}
 }
@@ -191,4 +228,77 @@ func diff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestOneRecordingDrawsEverything: the transcript, the JSON lines, the
+// diagram, the pictures and the page are all drawn from one recorded
+// stream of events, so they cannot disagree: each is made here from the
+// same recording of crash, and checked against the others.
+func TestOneRecordingDrawsEverything(t *testing.T) {
+	live, _, rec := run(t, scenarios.Crash)
+	run := rec.Runs[0]
+
+	if text := replayed(rec); text != live {
+		t.Fatalf("the replayed transcript differs from the live one:\n%s", diff(live, text))
+	}
+	want, err := os.ReadFile(filepath.Join("../testdata/diagrams", "crash.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := drawn(rec); got != string(want) {
+		t.Errorf("the diagram drawn from the recording differs from its golden file:\n%s", diff(string(want), got))
+	}
+
+	var js bytes.Buffer
+	render.Replay(run, render.JSON(&js))
+	var said, steps []string
+	kinds := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(js.String()), "\n") {
+		var e struct{ Scenario, Kind, Step, Text string }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("a JSON line does not parse (%v): %s", err, l)
+		}
+		if e.Scenario != "crash" {
+			t.Errorf("a JSON line names scenario %q: %s", e.Scenario, l)
+		}
+		kinds[e.Kind]++
+		switch e.Kind {
+		case "line", "response", "balances":
+			said = append(said, e.Text)
+		case "step":
+			steps = append(steps, e.Step)
+		}
+	}
+	// Every line of the transcript between its title and its invariants
+	// is a line, response or balances event, in the same order.
+	body := strings.SplitN(strings.SplitN(live, "\n\ninvariants:", 2)[0], "\n\n", 2)[1]
+	if got := strings.Join(said, "\n"); got != body {
+		t.Errorf("the JSON lines say another story than the transcript:\n%s", diff(body, got))
+	}
+	if kinds["scenario"] != 1 || kinds["verdict"] != 1 || kinds["message"] == 0 || kinds["state"] != 0 {
+		t.Errorf("JSON kinds %v: want one scenario, one verdict, messages and no states", kinds)
+	}
+
+	views := render.Steps(run)
+	if len(views) != len(steps) {
+		t.Errorf("the page has %d steps, the JSON %d", len(views), len(steps))
+	}
+	var page bytes.Buffer
+	if err := render.WriteHTML(&page, rec.Runs); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range views {
+		if i < len(steps) && v.Title != steps[i] {
+			t.Errorf("step %d is %q on the page, %q in the JSON", i, v.Title, steps[i])
+		}
+		if v.Balances == "" {
+			t.Errorf("step %q has no balances on the page", v.Title)
+		}
+		if svg := render.SVG(run, i); !strings.HasPrefix(svg, "<svg") || !strings.Contains(svg, html.EscapeString("» "+v.Title)) {
+			t.Errorf("the picture of step %d does not draw its title %q", i, v.Title)
+		}
+		if !strings.Contains(page.String(), html.EscapeString(v.Title)) {
+			t.Errorf("the page does not name step %q", v.Title)
+		}
+	}
 }

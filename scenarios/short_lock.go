@@ -7,6 +7,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // A lock shorter than a healthy request. Server A is not dead, only slow:
@@ -17,7 +18,7 @@ import (
 // second transfer attempt for nothing. With the lock well above the
 // slowest healthy request (30 s), the same retry gets 409, and a later one
 // the answer A stored.
-var ShortLock = &Scenario{
+var ShortLock = &lab.Scenario{
 	Name:     "short-lock",
 	Summary:  "a 5 s lock and an 8 s request: a retry takes over a healthy request, fencing saves the money, the work is wasted",
 	Section:  "A server that crashes, and one that is only slow",
@@ -26,7 +27,7 @@ var ShortLock = &Scenario{
 		"a 5 s lock, a healthy request that takes 8 s": "The clock is simulated. A claims at 0 s and finishes its transfer at 8 s; the retry comes at 6 s.",
 		"a 30 s lock, the same request and retry":      "The lock outlives the request: the retry is told to wait.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's ₦10,000 tap (5 s lock)", 1, 2, 1_000_000, 1)
 		lab.Intent("Ada's ₦5,000 tap (30 s lock)", 1, 2, 500_000, 1)
 		for _, c := range []struct {
@@ -51,7 +52,7 @@ var ShortLock = &Scenario{
 
 // slowServer: server A claims at 0 s and does its work at 8 s; a retry
 // comes at 6 s, another at 9 s.
-func slowServer(ctx context.Context, lab *Lab, ttl time.Duration, key string, body []byte) error {
+func slowServer(ctx context.Context, lab *lab.Lab, ttl time.Duration, key string, body []byte) error {
 	keys := lab.Keys(&idem.Store{LockTTL: ttl})
 	session, err := lab.Session(ctx)
 	if err != nil {
@@ -61,7 +62,7 @@ func slowServer(ctx context.Context, lab *Lab, ttl time.Duration, key string, bo
 	serverB := lab.Server("server B", &api.Transfers{DB: lab.DB, Keys: keys})
 	// A is held inside its transaction just after the claim, working
 	// slowly (it holds no row yet, so the retry is not kept waiting).
-	a := hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
+	a := lab.Hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
 		return lab.Server("server A", serverA).Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 	})
 	lab.Say("0 s: server A claims the key (lock %s) and starts its work, which takes 8 s", human(ttl))
@@ -71,7 +72,7 @@ func slowServer(ctx context.Context, lab *Lab, ttl time.Duration, key string, bo
 	}
 	lab.Reply(r, "6 s: a retry on server B: %d %s%s", r.Status, transferLabel(r.Body), takeover(r))
 	lab.Clock.At(8 * time.Second)
-	done, err := a.finish()
+	done, err := a.Finish()
 	switch {
 	case errors.Is(err, idem.ErrLockLost):
 		lab.Say("8 s: server A finishes its transfer: %v; its 8 s of work are thrown away", err)

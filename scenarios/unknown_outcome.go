@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The three cases a client cannot tell apart. After a timeout the phone
@@ -15,7 +16,7 @@ import (
 // failed, or arrived and succeeded. Not retrying loses the first two;
 // retrying without a key repeats the third. One retry with the same key
 // is right for all three: the first two run now, the third is replayed.
-var UnknownOutcome = &Scenario{
+var UnknownOutcome = &lab.Scenario{
 	Name:     "unknown-outcome",
 	Summary:  "never arrived, arrived and failed, arrived and succeeded: one view from the phone, one right retry",
 	Section:  "The response that never arrives",
@@ -24,7 +25,7 @@ var UnknownOutcome = &Scenario{
 		"three timeouts": "Each case is a ₦1,000-₦3,000 intent of its own; the phone times out in all three.",
 		"three retries":  "The same key each time. The key store decides: run it, or replay what was done.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		server, err := lab.Session(ctx)
 		if err != nil {
 			return err
@@ -50,7 +51,7 @@ var UnknownOutcome = &Scenario{
 		lab.Say("%-36s the phone sees: %v", cases[0].what+":", errLostResponse)
 		// Case 2: a maintenance job holds Ada's row past the server's lock
 		// timeout, so the transfer fails; the answer is lost too.
-		release, err := lab.holdRow(ctx, 1)
+		release, err := lab.HoldRow(ctx, 1)
 		if err != nil {
 			return err
 		}

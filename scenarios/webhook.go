@@ -8,6 +8,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // A payment provider tells the bank, by webhook, that money arrived for a
@@ -16,17 +17,17 @@ import (
 // for the same change. Crediting on every delivery credits four times.
 // The safe handler records the event (by id, and by object and type) in
 // the transaction that credits, and does nothing for one it has seen.
-var Webhook = &Scenario{
+var Webhook = &lab.Scenario{
 	Name:    "webhook",
 	Summary: "a provider delivers one \"payment received\" event three times, two at once, plus a twin event",
 	Section: "Inbound webhooks: dedupe on the provider's event id",
 	Fix:     "the safe part above: the event's id recorded in the credit's transaction",
-	Blind:   map[Check]string{TotalKept: "every credit was booked as a deposit", LedgerAgrees: "every credit was booked as a deposit"},
+	Blind:   map[lab.Check]string{lab.TotalKept: "every credit was booked as a deposit", lab.LedgerAgrees: "every credit was booked as a deposit"},
 	Explain: map[string]string{
 		"broken: credit every delivery":          "Each delivery credits the account, records a deposit, and answers 200.",
 		"safe: record the event with the credit": "processed_events has the provider's event id as its key, and (object, type) unique.\nThe insert and the credit share one transaction; a copy arriving meanwhile waits for it.",
 	},
-	Run: func(ctx context.Context, lab *Lab) error {
+	Run: func(ctx context.Context, lab *lab.Lab) error {
 		credits := func(source string) func(context.Context) (int, error) {
 			return func(ctx context.Context) (n int, err error) {
 				err = lab.DB.QueryRow(ctx, "SELECT count(*) FROM deposits WHERE source = $1", source).Scan(&n)
@@ -69,7 +70,7 @@ type providerEvent struct {
 
 // deliverFourWays delivers an event once, then twice at the same moment,
 // then a twin event with another id for the same payment.
-func deliverFourWays(ctx context.Context, lab *Lab, handle func(providerEvent) (string, error), id, twin, object string, account, amount int64) error {
+func deliverFourWays(ctx context.Context, lab *lab.Lab, handle func(providerEvent) (string, error), id, twin, object string, account, amount int64) error {
 	e := providerEvent{id, object, account, amount}
 	out, err := handle(e)
 	if err != nil {
@@ -96,7 +97,7 @@ func deliverFourWays(ctx context.Context, lab *Lab, handle func(providerEvent) (
 			return err
 		}
 	}
-	lab.Say("deliveries 2 and 3 of %s, at the same moment: %s", id, tally(answers))
+	lab.Say("deliveries 2 and 3 of %s, at the same moment: %s", id, lab.Tally(answers))
 	out, err = handle(providerEvent{twin, object, account, amount})
 	if err != nil {
 		return err
@@ -107,7 +108,7 @@ func deliverFourWays(ctx context.Context, lab *Lab, handle func(providerEvent) (
 
 // creditEveryDelivery is BROKEN ON PURPOSE: it trusts every delivery to
 // be the only one.
-func creditEveryDelivery(ctx context.Context, lab *Lab, e providerEvent) (string, error) {
+func creditEveryDelivery(ctx context.Context, lab *lab.Lab, e providerEvent) (string, error) {
 	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
 		return bank.Deposit(ctx, tx, e.account, e.amount, e.object)
 	})

@@ -3,35 +3,18 @@ package scenarios
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/client"
+	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // The wording that several lessons share: how a reply, a replay, a retry,
 // a duration or a list reads in a transcript. One place, so that the same
 // thing is always said the same way.
-
-// transferLabel is "transfer N" for a receipt, or the error code.
-func transferLabel(body []byte) string {
-	var r struct {
-		TransferID int64 `json:"transferId"`
-	}
-	if json.Unmarshal(body, &r) == nil && r.TransferID != 0 {
-		return fmt.Sprintf("transfer %d", r.TransferID)
-	}
-	return errorOrOK(body)
-}
-
-// errorOrOK is the body's error code, or "ok" for a success.
-func errorOrOK(body []byte) string {
-	var p struct{ Error string }
-	if json.Unmarshal(body, &p) == nil && p.Error != "" {
-		return p.Error
-	}
-	return "ok"
-}
 
 func replayedWord(replayed bool) string {
 	if replayed {
@@ -47,20 +30,6 @@ func replayedNote(replayed bool) string {
 	return ""
 }
 
-func willRetry(retry bool) string {
-	if retry {
-		return ", will retry"
-	}
-	return ", giving up"
-}
-
-func human(d time.Duration) string {
-	if d >= time.Hour {
-		return fmt.Sprintf("%d h", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d s", int(d.Seconds()))
-}
-
 func list(s []string) string {
 	if len(s) == 0 {
 		return "none"
@@ -68,8 +37,22 @@ func list(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// errLostResponse is what the phone sees when the server's answer is lost.
-var errLostResponse = errors.New("timed out waiting for the response")
+// The harness's own words, under the names the lessons use.
+var (
+	transferLabel   = lab.TransferLabel
+	errorOrOK       = lab.ErrorOrOK
+	human           = lab.Human
+	willRetry       = lab.WillRetry
+	errLostResponse = lab.ErrLostResponse
+)
+
+// answer is what the app received, as a response.
+func answer(res client.Result) idem.Response {
+	return idem.Response{Status: res.Status, Replayed: res.Replayed, Body: res.Body}
+}
+
+// outcome is a bank outcome as the response the API would send.
+func outcome(o bank.Outcome) idem.Response { return idem.Response{Status: o.Status, Body: o.Body()} }
 
 // nodeObject writes a flat JSON object the way the lesson's Node prints
 // one with console.log (util.inspect): keys bare, strings in single
@@ -105,8 +88,8 @@ func nodeObject(body []byte) string {
 	return "{\n" + strings.Join(fields, ",\n") + "\n}"
 }
 
-// nodeList writes names the way Node prints an array of strings.
-func nodeList(items []string) string {
+// NodeList writes names the way Node prints an array of strings.
+func NodeList(items []string) string {
 	if len(items) == 0 {
 		return "[]"
 	}

@@ -27,6 +27,13 @@ const MaxBody = 16 << 10
 // Tokens are the demo bearer tokens: they stand in for a session lookup.
 var Tokens = map[string]int64{"token-ada": 1, "token-bola": 2, "token-chidi": 3}
 
+// HandlerFunc makes a function a Handler, for a server that is a few
+// lines of its own.
+type HandlerFunc func(ctx context.Context, c Call) (idem.Response, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, c Call) (idem.Response, error) { return f(ctx, c) }
+
 // Handler answers one delivery of a transfer request. Transfers is the
 // correct one; the lab's mistakes provide broken ones on purpose.
 type Handler interface {

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/procs"
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/practice"
 )
 
 type exerciseFlags struct {
@@ -60,17 +60,17 @@ or your program could not be started.`,
 				names, program = args[:dash], args[dash:]
 			}
 			if len(names) == 1 && names[0] == "list" && program == nil {
-				for _, e := range scenarios.Exercises {
+				for _, e := range practice.Exercises {
 					fmt.Fprintf(a.io.Out, "%-13s %s\n", e.Name, e.Summary)
 				}
 				return nil
 			}
 			if len(names) != 1 {
-				return usagef("name one exercise: %s (or list)", strings.Join(scenarios.ExerciseNames(), ", "))
+				return usagef("name one exercise: %s (or list)", strings.Join(practice.ExerciseNames(), ", "))
 			}
-			ex, ok := scenarios.LookupExercise(names[0])
+			ex, ok := practice.LookupExercise(names[0])
 			if !ok {
-				return usagef("unknown exercise %q%s; choose one of %s", names[0], didYouMean(names[0], scenarios.ExerciseNames()), strings.Join(scenarios.ExerciseNames(), ", "))
+				return usagef("unknown exercise %q%s; choose one of %s", names[0], didYouMean(names[0], practice.ExerciseNames()), strings.Join(practice.ExerciseNames(), ", "))
 			}
 			switch {
 			case f.hint:
@@ -95,7 +95,7 @@ or your program could not be started.`,
 }
 
 func exerciseEntries() []entry {
-	return entriesOf(scenarios.Exercises, func(x *scenarios.Exercise) entry { return entry{x.Name, x.Summary} })
+	return entriesOf(practice.Exercises, func(x *practice.Exercise) entry { return entry{x.Name, x.Summary} })
 }
 
 // The bounds on a learner's program.
@@ -107,15 +107,15 @@ const (
 	stderrLines    = 40       // at most this many of them
 )
 
-func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile string, program []string) error {
+func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile string, program []string) error {
 	var stmt []byte
-	mode, who := scenarios.ProgramMode, "your program: "+strings.Join(program, " ")
+	mode, who := practice.ProgramMode, "your program: "+strings.Join(program, " ")
 	if sqlFile != "" {
 		var err error
 		if stmt, err = os.ReadFile(sqlFile); err != nil {
 			return usagef("--sql: %v", err)
 		}
-		mode, who = scenarios.SQLMode, "your statement: "+sqlFile
+		mode, who = practice.SQLMode, "your statement: "+sqlFile
 	}
 	color, err := a.colorOn()
 	if err != nil {
@@ -129,24 +129,24 @@ func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile
 	defer db.close()
 	fmt.Fprintln(a.io.Out, ex.Prompt(mode))
 	var run *programRun
-	attempt, err := scenarios.CheckExercise(ctx, db.cluster, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (scenarios.Ran, error) {
+	attempt, err := practice.CheckExercise(ctx, db.cluster, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		if stmt != nil {
 			// The learner's statement runs as the learner's role.
 			conn, err := pgx.Connect(ctx, dbURL)
 			if err != nil {
-				return scenarios.Ran{}, err
+				return practice.Ran{}, err
 			}
 			defer conn.Close(context.WithoutCancel(ctx))
-			return scenarios.RunSQL(ctx, conn, ex, string(stmt))
+			return practice.RunSQL(ctx, conn, ex, string(stmt))
 		}
 		var err error
 		if run, err = runProgram(ctx, program, dbURL); err != nil {
-			return scenarios.Ran{}, err
+			return practice.Ran{}, err
 		}
 		if run.tooMuch {
-			return scenarios.Ran{}, fmt.Errorf("your program printed more than %s; it was stopped", sizeOf(outputLimit))
+			return practice.Ran{}, fmt.Errorf("your program printed more than %s; it was stopped", sizeOf(outputLimit))
 		}
-		return scenarios.Ran{Printed: run.stdout, Failed: run.failed()}, nil
+		return practice.Ran{Printed: run.stdout, Failed: run.failed()}, nil
 	})
 	if err != nil {
 		return err
@@ -171,7 +171,7 @@ func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile
 	return silentExit{exitNotAsTaught}
 }
 
-func printFindings(w io.Writer, attempt scenarios.Attempt, color bool) {
+func printFindings(w io.Writer, attempt practice.Attempt, color bool) {
 	for _, f := range attempt.Findings {
 		mark := "ok     "
 		if !f.Passed {
@@ -190,7 +190,7 @@ func printFindings(w io.Writer, attempt scenarios.Attempt, color bool) {
 
 // showSolution shows the lab's own solution, then runs it on the database
 // the exercise prepares for a program and checks it as a learner's is.
-func (a *app) showSolution(ctx context.Context, ex *scenarios.Exercise) error {
+func (a *app) showSolution(ctx context.Context, ex *practice.Exercise) error {
 	color, err := a.colorOn()
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func (a *app) showSolution(ctx context.Context, ex *scenarios.Exercise) error {
 	}
 	defer db.close()
 	var printed string
-	attempt, err := scenarios.CheckExercise(ctx, db.cluster, ex, scenarios.ProgramMode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (scenarios.Ran, error) {
+	attempt, err := practice.CheckExercise(ctx, db.cluster, ex, practice.ProgramMode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		ran, err := ex.OwnSolution(ctx, dbURL, pool)
 		printed = ran.Printed
 		return ran, err
@@ -234,7 +234,7 @@ type programRun struct {
 }
 
 // failed is the finding for a program that did not run to the end.
-func (r *programRun) failed() *scenarios.Finding {
+func (r *programRun) failed() *practice.Finding {
 	why := ""
 	switch {
 	case r.timedOut:
@@ -247,7 +247,7 @@ func (r *programRun) failed() *scenarios.Finding {
 	default:
 		return nil
 	}
-	return &scenarios.Finding{What: "your program runs to the end", Detail: why}
+	return &practice.Finding{What: "your program runs to the end", Detail: why}
 }
 
 func (r *programRun) stderrShown() string {
@@ -387,7 +387,7 @@ func sizeOf(n int) string {
 
 // hintFile is where the lab remembers how many of an exercise's hints
 // were shown: the user's cache directory, one file per exercise.
-func hintFile(ex *scenarios.Exercise) (string, error) {
+func hintFile(ex *practice.Exercise) (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
@@ -397,7 +397,7 @@ func hintFile(ex *scenarios.Exercise) (string, error) {
 
 // nextHint shows one hint: the first the first time, the next one each
 // time after, and the last again once all were shown.
-func (a *app) nextHint(ex *scenarios.Exercise) error {
+func (a *app) nextHint(ex *practice.Exercise) error {
 	w := a.io.Out
 	state, err := hintFile(ex)
 	shown := 0
@@ -436,8 +436,8 @@ func lastLinesOf(s string, n int) string {
 }
 
 // showTask says what the exercise checks and how to have it checked.
-func (a *app) showTask(ex *scenarios.Exercise) {
-	fmt.Fprintln(a.io.Out, ex.Prompt(scenarios.ProgramMode, scenarios.SQLMode))
+func (a *app) showTask(ex *practice.Exercise) {
+	fmt.Fprintln(a.io.Out, ex.Prompt(practice.ProgramMode, practice.SQLMode))
 	fmt.Fprintf(a.io.Out, "check yours with:\n  bank exercise %s -- CMD [ARGS…]   (your program; DATABASE_URL is in its environment)\n", ex.Name)
 	if ex.IsSQL() {
 		fmt.Fprintf(a.io.Out, "  bank exercise %s --sql FILE       (your statement, with $1 and $2 bound)\n", ex.Name)

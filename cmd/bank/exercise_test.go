@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/practice"
 )
 
 // learnerFile writes a learner's program or statement into a temp dir.
@@ -171,7 +171,7 @@ func TestExercises(t *testing.T) {
 // lesson's solution prints and the rules they are read by.
 func TestExercisePromptSaysWhatIsChecked(t *testing.T) {
 	t.Parallel()
-	for _, ex := range scenarios.Exercises {
+	for _, ex := range practice.Exercises {
 		r := cli(t, nil, "exercise", ex.Name)
 		if r.code != 0 || !strings.Contains(r.stdout, "DATABASE_URL") {
 			t.Errorf("%s without a program: exit %d\n%s", ex.Name, r.code, r.stdout)
@@ -202,7 +202,7 @@ func TestExercisePromptSaysWhatIsChecked(t *testing.T) {
 // which mean nothing for these exercises.
 func TestExerciseSolutions(t *testing.T) {
 	t.Parallel()
-	for _, ex := range scenarios.Exercises {
+	for _, ex := range practice.Exercises {
 		r := cli(t, nil, "exercise", ex.Name, "--solution")
 		if r.code != 0 || !strings.Contains(r.stdout, "checked as yours is:") || strings.Contains(r.stdout, "NOT YET") {
 			t.Errorf("%s --solution: exit %d\n%s%s", ex.Name, r.code, r.stdout, r.stderr)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/zudojs/bank/cmd/bank/internal/labweb"
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 func (a *app) labCommand() *cobra.Command {
@@ -62,18 +63,18 @@ func (a *app) lab(ctx context.Context, addr string) error {
 	for _, m := range scenarios.Mistakes {
 		entries = append(entries, labweb.Entry{Kind: "mistake", Name: m.Name, Summary: m.Summary})
 	}
-	run := func(ctx context.Context, kind, name string) ([]*scenarios.Recording, error) {
-		var recs []*scenarios.Recording
-		o := scenarios.Options{Bank: self, Record: func(r *scenarios.Recording) { recs = append(recs, r) }}
+	run := func(ctx context.Context, kind, name string) ([]*render.Recording, error) {
+		rec := &render.Recorder{}
+		o := lab.Options{Bank: self, Sink: rec, States: true}
 		var err error
 		if kind == "mistake" {
 			m, _ := scenarios.LookupMistake(name)
-			_, err = scenarios.RunMistake(ctx, db.cluster, m, io.Discard, o)
+			_, err = lab.RunMistake(ctx, db.cluster, m, o)
 		} else {
 			sc, _ := scenarios.Lookup(name)
-			_, err = scenarios.Run(ctx, db.cluster, sc, io.Discard, o)
+			_, err = lab.Run(ctx, db.cluster, sc, o)
 		}
-		return recs, err
+		return rec.Runs, err
 	}
 	hs := &http.Server{Handler: labweb.Handler(entries, run), ReadHeaderTimeout: 5 * time.Second}
 	return a.serveUntilDone(ctx, hs, ln, func(base string) {

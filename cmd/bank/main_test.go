@@ -215,14 +215,14 @@ func TestJSON(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
 			t.Fatalf("not JSON: %q", sc.Text())
 		}
-		if last["type"] == "message" {
+		if last["kind"] == "message" {
 			arrows = append(arrows, fmt.Sprintf("%v>%v %v", last["from"], last["to"], last["mark"]))
 			if len(types) == 0 || types[len(types)-1] != "message" {
 				types = append(types, "message")
 			}
 			continue
 		}
-		types = append(types, last["type"].(string))
+		types = append(types, last["kind"].(string))
 	}
 	if got := strings.Join(types, " "); got != "scenario step message line message response balances verdict" {
 		t.Fatalf("event types %q", got)

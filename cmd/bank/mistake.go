@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 func (a *app) mistakeCommand() *cobra.Command {
@@ -48,18 +50,21 @@ The mistakes, in the order of the lesson's table:
 }
 
 func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) error {
-	o, err := a.showOptions(ctx, f)
+	if err := checkShowFlags(f); err != nil {
+		return err
+	}
+	page, err := a.startPage(f.html)
+	if err != nil {
+		return err
+	}
+	defer page.discard()
+	o, err := a.showOptions(ctx, f, render.Options{}, page)
 	if err != nil {
 		return err
 	}
 	if o.Bank, err = os.Executable(); err != nil {
 		return err
 	}
-	page, err := a.startPage(f.html, &o)
-	if err != nil {
-		return err
-	}
-	defer page.discard()
 	db, err := a.openDatabase(ctx)
 	if err != nil {
 		return err
@@ -68,11 +73,11 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 	list := scenarios.Mistakes
 	if name != "all" {
 		m, _ := scenarios.LookupMistake(name)
-		list = []*scenarios.Mistake{m}
+		list = []*lab.Mistake{m}
 	}
 	failed := []string{}
 	for _, m := range list {
-		v, err := scenarios.RunMistake(ctx, db.cluster, m, a.io.Out, o)
+		v, err := lab.RunMistake(ctx, db.cluster, m, o)
 		if err != nil {
 			return err
 		}
@@ -103,5 +108,5 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 }
 
 func mistakeEntries() []entry {
-	return entriesOf(scenarios.Mistakes, func(m *scenarios.Mistake) entry { return entry{m.Name, m.Summary} })
+	return entriesOf(scenarios.Mistakes, func(m *lab.Mistake) entry { return entry{m.Name, m.Summary} })
 }

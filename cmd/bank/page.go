@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // page is an --html file being made: the runs are recorded as they go,
@@ -14,8 +14,8 @@ import (
 type page struct {
 	path   string
 	tmp    *os.File
-	stdout io.Writer // --html -: the page is the output
-	recs   []*scenarios.Recording
+	stdout io.Writer        // --html -: the page is the output
+	rec    *render.Recorder // the runs, as they go
 }
 
 // startPage prepares --html FILE (nothing when path is ""): it checks
@@ -24,13 +24,13 @@ type page struct {
 // regular one: never through a link, never over a device, a FIFO or a
 // directory. "-" is standard output, and then the page is the only output
 // (the transcript is not printed beside it).
-func (a *app) startPage(path string, o *scenarios.Options) (*page, error) {
+func (a *app) startPage(path string) (*page, error) {
 	if path == "" {
 		return nil, nil
 	}
 	var p *page
 	if path == "-" {
-		p = &page{path: path, stdout: a.io.Out}
+		p = &page{path: path, stdout: a.io.Out, rec: &render.Recorder{}}
 		a.io.Out = io.Discard
 	} else {
 		if err := writableFile(path); err != nil {
@@ -40,9 +40,8 @@ func (a *app) startPage(path string, o *scenarios.Options) (*page, error) {
 		if err != nil {
 			return nil, usagef("--html: cannot write in %s: %v", filepath.Dir(path), errReason(err))
 		}
-		p = &page{path: path, tmp: tmp}
+		p = &page{path: path, tmp: tmp, rec: &render.Recorder{}}
 	}
-	o.Record = func(r *scenarios.Recording) { p.recs = append(p.recs, r) }
 	return p, nil
 }
 
@@ -85,9 +84,9 @@ func (p *page) write() error {
 		return nil
 	}
 	if p.stdout != nil {
-		return scenarios.WriteHTML(p.stdout, p.recs)
+		return render.WriteHTML(p.stdout, p.rec.Runs)
 	}
-	if err := scenarios.WriteHTML(p.tmp, p.recs); err != nil {
+	if err := render.WriteHTML(p.tmp, p.rec.Runs); err != nil {
 		return err
 	}
 	if err := p.tmp.Chmod(0o644); err != nil {

@@ -13,8 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/practice"
 )
 
 const quizLength, quizPass = 5, 4
@@ -58,7 +57,7 @@ PostgreSQL could not be started or reached.`,
 				_, _ = rand.Read(b[:])
 				f.seed = cryptobin.LittleEndian.Uint64(b[:]) % 1_000_000
 			}
-			draw := scenarios.Draw(f.seed, quizLength)
+			draw := practice.Draw(f.seed, quizLength)
 			given, err := quizAnswers(words, draw)
 			if err != nil {
 				return err
@@ -92,7 +91,7 @@ type quizOutcome struct {
 // quizAnswers checks the answers given on the command line against the
 // draw, before anything runs: each must be the number of one of its
 // question's choices. None given (a terminal) is nil.
-func quizAnswers(words []string, draw []scenarios.Question) ([]int, error) {
+func quizAnswers(words []string, draw []practice.Question) ([]int, error) {
 	if words == nil {
 		return nil, nil
 	}
@@ -112,7 +111,7 @@ func quizAnswers(words []string, draw []scenarios.Question) ([]int, error) {
 	return given, nil
 }
 
-func (a *app) quiz(ctx context.Context, seed uint64, draw []scenarios.Question, given []int, asJSON bool) error {
+func (a *app) quiz(ctx context.Context, seed uint64, draw []practice.Question, given []int, asJSON bool) error {
 	db, err := a.openDatabase(ctx)
 	if err != nil {
 		return err
@@ -124,7 +123,7 @@ func (a *app) quiz(ctx context.Context, seed uint64, draw []scenarios.Question, 
 	if !asJSON {
 		say(w, "", "", fmt.Sprintf("five questions (draw %d; repeat it with --seed %d)", seed, seed))
 	}
-	rights, err := scenarios.Answers(ctx, db.cluster, draw)
+	rights, err := practice.Answers(ctx, db.cluster, draw)
 	if err != nil {
 		return err
 	}
@@ -184,7 +183,7 @@ func ask(a *app, in *bufio.Reader, options int) int {
 const quizWidth = 80
 
 // printQuestion prints question n and its numbered choices.
-func printQuestion(w io.Writer, n int, q scenarios.Question) {
+func printQuestion(w io.Writer, n int, q practice.Question) {
 	fmt.Fprintln(w)
 	num := fmt.Sprintf("%d. ", n)
 	say(w, num, strings.Repeat(" ", utf8.RuneCountInString(num)), q.Ask)
@@ -195,7 +194,7 @@ func printQuestion(w io.Writer, n int, q scenarios.Question) {
 
 // printVerdict says whether the answer was right, why, and which
 // scenario shows it.
-func printVerdict(w io.Writer, q scenarios.Question, o quizOutcome, right string) {
+func printVerdict(w io.Writer, q practice.Question, o quizOutcome, right string) {
 	verdict := "right"
 	if !o.Correct {
 		verdict = "not quite: the lab printed " + unbroken(fmt.Sprintf("%d) %s", o.Right, right))

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/practice"
 )
 
 // fits fails the test for every line of out wider than the quiz's 80
@@ -40,7 +40,7 @@ func TestQuiz(t *testing.T) {
 		if q.Right < 1 || q.Why == "" || q.Scenario == "" {
 			t.Fatalf("a question without its answer or explanation: %+v", q)
 		}
-		if drawn := scenarios.Draw(5, quizLength)[i]; q.Ask != drawn.Ask || !slices.Equal(q.Options, drawn.Options) {
+		if drawn := practice.Draw(5, quizLength)[i]; q.Ask != drawn.Ask || !slices.Equal(q.Options, drawn.Options) {
 			t.Fatalf("question %d: %q %q, but seed 5 draws %q %q", i+1, q.Ask, q.Options, drawn.Ask, drawn.Options)
 		}
 		rights = append(rights, fmt.Sprint(q.Right))
@@ -127,7 +127,7 @@ func TestQuizAsksAgain(t *testing.T) {
 func TestQuizLinesFit(t *testing.T) {
 	var all bytes.Buffer
 	wrapped := 0 // continuation lines of questions
-	for _, q := range scenarios.Quiz {
+	for _, q := range practice.Quiz {
 		var out bytes.Buffer
 		printQuestion(&out, 5, q)
 		for j, right := range q.Options {

@@ -12,6 +12,9 @@ import (
 
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/practice"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 type scenarioFlags struct {
@@ -69,25 +72,31 @@ func (a *app) listScenarios() {
 	}
 }
 
-// showOptions turns the display flags into the lab's options.
-func (a *app) showOptions(ctx context.Context, f scenarioFlags) (scenarios.Options, error) {
+// checkShowFlags refuses display flags that cannot go together.
+func checkShowFlags(f scenarioFlags) error {
+	switch {
+	case f.diagram && f.json:
+		return usagef("--diagram and --json each replace the transcript: choose one (the JSON carries the diagram's messages)")
+	case f.diagram && f.step:
+		return usagef("--diagram is drawn once the run is over, so it cannot wait at each step: use bank lab to step through a diagram")
+	case f.diagram && f.explain:
+		return usagef("--explain's notes go with the transcript, which --diagram replaces: use --html FILE or bank lab for the diagram with the notes")
+	case f.diagram && f.predict:
+		return usagef("--predict marks the transcript's lines, which --diagram replaces: choose one")
+	}
+	return nil
+}
+
+// showOptions turns the display flags into the lab's options: the sink
+// that draws the run on the output (a transcript, JSON lines or a
+// diagram) and, with --html, the page's recorder beside it.
+func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Options, p *page) (lab.Options, error) {
 	color, err := a.colorOn()
 	if err != nil {
-		return scenarios.Options{}, err
+		return lab.Options{}, err
 	}
-	if f.diagram && f.json {
-		return scenarios.Options{}, usagef("--diagram and --json each replace the transcript: choose one (the JSON carries the diagram's messages)")
-	}
-	if f.diagram && f.step {
-		return scenarios.Options{}, usagef("--diagram is drawn once the run is over, so it cannot wait at each step: use bank lab to step through a diagram")
-	}
-	if f.diagram && f.explain {
-		return scenarios.Options{}, usagef("--explain's notes go with the transcript, which --diagram replaces: use --html FILE or bank lab for the diagram with the notes")
-	}
-	if f.diagram && f.predict {
-		return scenarios.Options{}, usagef("--predict marks the transcript's lines, which --diagram replaces: choose one")
-	}
-	o := scenarios.Options{Explain: f.explain, JSON: f.json, Color: color && !f.json, Keep: f.keep, Diagram: f.diagram}
+	o := lab.Options{Keep: f.keep}
+	ro.Explain, ro.Color = f.explain, color
 	switch {
 	case f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out):
 		// Enter is read on its own goroutine, so that Ctrl-C at the
@@ -103,7 +112,7 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags) (scenarios.Optio
 				enter <- struct{}{}
 			}
 		}()
-		o.Pause = func(next string) {
+		ro.Pause = func(next string) {
 			fmt.Fprintf(a.io.Out, "  [Enter] next step: %s ", next)
 			select {
 			case <-enter:
@@ -115,27 +124,42 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags) (scenarios.Optio
 		// Said once, on stderr: the transcript itself stays as it is.
 		fmt.Fprintln(a.io.Err, "bank: --step waits for Enter only on a terminal; running straight through")
 	}
+	switch {
+	case f.json:
+		o.Sink = render.JSON(a.io.Out)
+	case f.diagram:
+		o.Sink = render.Diagram(a.io.Out, color)
+	default:
+		o.Sink = render.Text(a.io.Out, ro)
+	}
+	if p != nil {
+		o.Sink, o.States = lab.Tee{o.Sink, p.rec}, true
+	}
 	return o, nil
 }
 
 func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) error {
-	o, err := a.showOptions(ctx, f)
-	if err != nil {
+	if err := checkShowFlags(f); err != nil {
 		return err
 	}
 	if f.keep && name == "all" {
 		return usagef("--keep works with one scenario at a time")
 	}
-	page, err := a.startPage(f.html, &o)
+	if f.predict && name == "all" {
+		return usagef("--predict works with one scenario at a time")
+	}
+	page, err := a.startPage(f.html)
 	if err != nil {
 		return err
 	}
 	defer page.discard()
-	if f.predict && name == "all" {
-		return usagef("--predict works with one scenario at a time")
-	}
+	var ro render.Options
 	if f.predict {
-		o.Predictions = a.predictions(name)
+		ro.Predictions = a.predictions(name)
+	}
+	o, err := a.showOptions(ctx, f, ro, page)
+	if err != nil {
+		return err
 	}
 	db, err := a.openDatabase(ctx)
 	if err != nil {
@@ -149,11 +173,11 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	list := scenarios.All
 	if name != "all" {
 		sc, _ := scenarios.Lookup(name)
-		list = []*scenarios.Scenario{sc}
+		list = []*lab.Scenario{sc}
 	}
-	var verdicts []scenarios.Verdict
+	var verdicts []lab.Verdict
 	for _, sc := range list {
-		v, err := scenarios.Run(ctx, db.cluster, sc, a.io.Out, o)
+		v, err := lab.Run(ctx, db.cluster, sc, o)
 		if err != nil {
 			return err
 		}
@@ -182,7 +206,7 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 }
 
 // summary is the table that ends `bank scenario all`.
-func (a *app) summary(verdicts []scenarios.Verdict, asJSON bool) {
+func (a *app) summary(verdicts []lab.Verdict, asJSON bool) {
 	if asJSON {
 		type row struct {
 			Scenario   string `json:"scenario"`
@@ -192,7 +216,7 @@ func (a *app) summary(verdicts []scenarios.Verdict, asJSON bool) {
 		for i, v := range verdicts {
 			rows[i] = row{v.Scenario, v.Reproduced}
 		}
-		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"type": "summary", "scenarios": rows})
+		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"kind": "summary", "scenarios": rows})
 		return
 	}
 	w := a.io.Out
@@ -203,7 +227,7 @@ func (a *app) summary(verdicts []scenarios.Verdict, asJSON bool) {
 	}
 }
 
-func verdictWord(v scenarios.Verdict) string {
+func verdictWord(v lab.Verdict) string {
 	switch {
 	case !v.Reproduced:
 		return "NOT reproduced"
@@ -227,7 +251,7 @@ func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Dat
 type entry struct{ name, summary string }
 
 func scenarioEntries() []entry {
-	return entriesOf(scenarios.All, func(s *scenarios.Scenario) entry { return entry{s.Name, s.Summary} })
+	return entriesOf(scenarios.All, func(s *lab.Scenario) entry { return entry{s.Name, s.Summary} })
 }
 
 // entriesOf lists names and summaries of scenarios, mistakes or exercises.
@@ -289,18 +313,18 @@ func nameWidth() int {
 }
 
 // predictions asks, before the run, the quiz's questions about scenario.
-func (a *app) predictions(scenario string) []scenarios.Prediction {
+func (a *app) predictions(scenario string) []render.Prediction {
 	if !isTerminal(a.io.In) || !isTerminal(a.io.Out) {
 		fmt.Fprintln(a.io.Err, "bank: --predict asks on a terminal; running straight through")
 		return nil
 	}
-	qs := scenarios.QuestionsFor(scenario)
+	qs := practice.QuestionsFor(scenario)
 	if len(qs) == 0 {
 		fmt.Fprintf(a.io.Err, "bank: no questions about %s yet; running it\n", scenario)
 		return nil
 	}
 	in := bufio.NewReader(a.io.In)
-	var ps []scenarios.Prediction
+	var ps []render.Prediction
 	fmt.Fprintf(a.io.Out, "before %s runs, predict:\n", scenario)
 	for i, q := range qs {
 		fmt.Fprintf(a.io.Out, "\n%d. %s\n", i+1, q.Ask)
@@ -308,7 +332,7 @@ func (a *app) predictions(scenario string) []scenarios.Prediction {
 			fmt.Fprintf(a.io.Out, "   %d) %s\n", j+1, opt)
 		}
 		if n := ask(a, in, len(q.Options)); n > 0 {
-			ps = append(ps, scenarios.Prediction{Q: q, Chosen: q.Options[n-1]})
+			ps = append(ps, q.Prediction(q.Options[n-1]))
 		}
 	}
 	fmt.Fprintln(a.io.Out)

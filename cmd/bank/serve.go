@@ -20,7 +20,7 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/idem"
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 type serveFlags struct {
@@ -72,7 +72,7 @@ transfer has committed (the connection is closed instead of answered), and
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the bank's database after the server stops (with --database-url)")
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "transfer requests per second per user (0: no limit); over it, 429 with Retry-After")
 	cmd.Flags().BoolVar(&f.inPlace, "in-place", false, "serve the database --database-url names, as it is, instead of a fresh copy (for several servers sharing one bank); implied when PORT is set")
-	cmd.Flags().StringVar(&f.mistake, "break", "", "run with a mistake on purpose: "+strings.Join(scenarios.BreakNames(), ", "))
+	cmd.Flags().StringVar(&f.mistake, "break", "", "run with a mistake on purpose: "+strings.Join(wrong.Names(), ", "))
 	return cmd
 }
 
@@ -86,8 +86,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return usagef("--lock-ttl must be positive, such as 30s")
 	case f.rateLimit < 0:
 		return usagef("--rate-limit must be 0 (no limit) or more")
-	case f.mistake != "" && !slices.Contains(scenarios.BreakNames(), f.mistake):
-		return usagef("--break must be one of %s", strings.Join(scenarios.BreakNames(), ", "))
+	case f.mistake != "" && !slices.Contains(wrong.Names(), f.mistake):
+		return usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
 	}
 	if !loopback(f.addr) {
 		if !f.publicTokens {
@@ -156,7 +156,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 
 	var handler api.Handler = &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: f.lockTTL}}
-	if b, ok := scenarios.LookupBreak(f.mistake); ok {
+	if b, ok := wrong.Lookup(f.mistake); ok {
 		handler = b.New(pool, f.lockTTL)
 		fmt.Fprintf(a.io.Err, "bank: BROKEN ON PURPOSE: serving with the mistake %q (%s)\n", b.Name, b.Summary)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 type tortureFlags struct {
@@ -65,8 +65,8 @@ Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
 				return usagef("--lock-ttl must be positive, such as 2s")
 			case f.duration < 0:
 				return usagef("--duration must be 0 (no bound) or positive")
-			case f.mistake != "" && !slices.Contains(scenarios.BreakNames(), f.mistake):
-				return usagef("--break must be one of %s", strings.Join(scenarios.BreakNames(), ", "))
+			case f.mistake != "" && !slices.Contains(wrong.Names(), f.mistake):
+				return usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
 			}
 			return a.torture(cmd.Context(), f)
 		},
@@ -79,7 +79,7 @@ Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
 	fl.IntVar(&f.accounts, "accounts", 1000, "accounts to send between")
 	fl.DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the replicas' lock TTL (short, so takeovers happen)")
 	fl.Float64Var(&f.loseRate, "lose-rate", 0.1, "the share of responses the replicas lose after committing")
-	fl.StringVar(&f.mistake, "break", "", "run the replicas with a mistake: "+strings.Join(scenarios.BreakNames(), ", "))
+	fl.StringVar(&f.mistake, "break", "", "run the replicas with a mistake: "+strings.Join(wrong.Names(), ", "))
 	fl.StringVar(&f.history, "history", "", "write every operation as JSON lines to this file")
 	fl.DurationVar(&f.duration, "duration", 0, "stop handing out new intents after this long (0: send them all)")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object instead of the table")

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 //go:embed index.html
@@ -28,11 +28,11 @@ type Entry struct {
 
 // Runner runs one entry and returns its recordings (a mistake has two:
 // broken and fixed).
-type Runner func(ctx context.Context, kind, name string) ([]*scenarios.Recording, error)
+type Runner func(ctx context.Context, kind, name string) ([]*render.Recording, error)
 
 // Handler serves the page and its two endpoints.
 func Handler(entries []Entry, run Runner) http.Handler {
-	page := strings.Replace(indexHTML, "/*CSS*/", scenarios.PageCSS, 1)
+	page := strings.Replace(indexHTML, "/*CSS*/", render.PageCSS, 1)
 	var mu sync.Mutex // one run at a time: a class watches one story
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
@@ -92,7 +92,7 @@ type runView struct {
 }
 
 type stepView struct {
-	scenarios.StepView
+	render.StepView
 	SVG string `json:"svg"` // the diagram up to this step's end
 }
 
@@ -102,12 +102,12 @@ type check struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-func views(recs []*scenarios.Recording) []runView {
+func views(recs []*render.Recording) []runView {
 	var out []runView
 	for _, r := range recs {
 		v := runView{Name: r.Scenario.Name, Summary: r.Scenario.Summary}
-		for i, s := range scenarios.Steps(r) {
-			v.Steps = append(v.Steps, stepView{StepView: s, SVG: scenarios.SVG(r, i)})
+		for i, s := range render.Steps(r) {
+			v.Steps = append(v.Steps, stepView{StepView: s, SVG: render.SVG(r, i)})
 		}
 		for _, c := range r.Verdict.Results {
 			v.Checks = append(v.Checks, check{c.Name, c.Holds, c.Detail})

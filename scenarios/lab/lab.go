@@ -1,7 +1,7 @@
 // Package scenarios holds the lab's lessons. Each scenario file tells one
 // story from the lesson on a real PostgreSQL and ends with the invariant
 // checks; this file is the harness they share.
-package scenarios
+package lab
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/audit"
-	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/idem"
@@ -55,7 +54,7 @@ var checkNames = map[Check]string{
 	OnceEach:     "each intent happens once",
 }
 
-// Expect says whether the scenario is a failure being demonstrated.
+// breaks says whether the scenario shows check c breaking.
 func (s *Scenario) breaks(c Check) bool {
 	for _, b := range s.Breaks {
 		if b == c {
@@ -74,9 +73,9 @@ type Lab struct {
 	Clock *Clock
 	Rand  *rand.Rand
 
-	out       printer
-	mu        sync.Mutex // the printer hears from more than one goroutine
-	recording bool       // the pictures want the bank and keys after each step
+	sink      Sink
+	mu        sync.Mutex // the sink hears from more than one goroutine
+	states    bool       // the pictures want the bank and keys after each step
 	step      string
 	intents   []*Intent
 	sessions  []*pgx.Conn
@@ -113,30 +112,18 @@ func (l *Lab) newStep(title string, part bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.step = title
-	l.out.step(title, part)
+	l.emitLocked(Event{Kind: "step", Step: title, Part: part, Text: title})
 }
 
 // Say prints one line of the transcript.
 func (l *Lab) Say(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.out.line(l.step, fmt.Sprintf(format, args...), nil)
+	l.emit(Event{Kind: "line", Text: fmt.Sprintf(format, args...)})
 }
 
 // Reply prints one line that reports a response; --json also gets the
 // response itself.
 func (l *Lab) Reply(r idem.Response, format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.out.line(l.step, fmt.Sprintf(format, args...), &response{Status: r.Status, Replayed: r.Replayed, Body: r.Body})
-}
-
-// outcome is a bank outcome as the response the API would send.
-func outcome(o bank.Outcome) idem.Response { return idem.Response{Status: o.Status, Body: o.Body()} }
-
-// answer is what the app received, as a response.
-func answer(res client.Result) idem.Response {
-	return idem.Response{Status: res.Status, Replayed: res.Replayed, Body: res.Body}
+	l.emit(Event{Kind: "response", Text: fmt.Sprintf(format, args...), Response: &Response{Status: r.Status, Replayed: r.Replayed, Body: r.Body}})
 }
 
 // Balances prints the lesson's balances line, after a label if any.
@@ -145,9 +132,7 @@ func (l *Lab) Balances(ctx context.Context, label string) error {
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.out.balances(l.step, label, s)
+	l.emit(Event{Kind: "balances", Text: strings.TrimSpace(label + " " + s.Line()), Balances: &s})
 	return nil
 }
 
@@ -252,42 +237,26 @@ func (v Verdict) Differences() []string {
 	return d
 }
 
-// Options choose how a scenario is shown.
+// Options say where a run's events go and what the harness keeps.
 type Options struct {
-	Explain bool
-	JSON    bool
-	Color   bool
-	// Pause, if set, waits for the learner before each step (--step); it
-	// is told the step that comes next.
-	Pause func(next string)
-	// Keep leaves the scenario's database in place; its name is passed to
-	// Kept.
+	// Sink hears every event of the run as it happens (package render
+	// draws them: a transcript, JSON lines, a diagram, a page).
+	Sink Sink
+	// States adds, at each step's end, the bank and its keys (a "state"
+	// event), for the pictures that show them.
+	States bool
+	// Keep leaves the scenario's database in place; it is passed to Kept.
 	Keep bool
 	Kept func(db *pgserver.Database)
 	// Bank is the bank binary, for scenarios that start bank serve
 	// processes of their own.
 	Bank string
-	// Diagram draws the run as a sequence diagram instead of printing its
-	// transcript line by line (the invariants and verdict follow as usual).
-	Diagram bool
-	// Record, if set, receives the whole run's events at the end, with
-	// the bank and its keys after each step (for --html and bank lab).
-	Record func(*Recording)
-	// Predictions are the learner's answers to the quiz's questions about
-	// this scenario (--predict): each is marked where its line appears.
-	Predictions []Prediction
-}
-
-// Prediction is a learner's answer to a question, before the run.
-type Prediction struct {
-	Q      Question
-	Chosen string
 }
 
 // Run runs one scenario in a fresh database and checks the invariants.
 // An error means the harness broke, not that the lesson's failure
 // happened: that is the verdict's business.
-func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, w printerTarget, o Options) (Verdict, error) {
+func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, o Options) (Verdict, error) {
 	db, err := cluster.NewDatabase(ctx, sc.Name)
 	if err != nil {
 		return Verdict{}, err
@@ -305,12 +274,13 @@ func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, w printer
 	}
 	defer pool.Close()
 	lab := &Lab{
-		DB:    pool,
-		URL:   db.URL,
-		Clock: &Clock{now: LessonStart},
-		Rand:  rand.New(rand.NewPCG(2026, 924)),
-		out:   newPrinter(w, sc, o),
-		bank:  o.Bank,
+		DB:     pool,
+		URL:    db.URL,
+		Clock:  &Clock{now: LessonStart},
+		Rand:   rand.New(rand.NewPCG(2026, 924)),
+		sink:   o.Sink,
+		states: o.States,
+		bank:   o.Bank,
 	}
 	defer func() {
 		for _, p := range lab.processes {
@@ -320,12 +290,7 @@ func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, w printer
 			s.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	var rec *recorder
-	if o.Diagram || o.Record != nil {
-		rec = &recorder{next: lab.out, rec: &Recording{Scenario: sc}, diagram: o.Diagram, w: w, color: o.Color}
-		lab.out, lab.recording = rec, o.Record != nil
-	}
-	lab.out.begin()
+	lab.emit(Event{Kind: "scenario", Scenario: sc})
 	if err := sc.Run(ctx, lab); err != nil {
 		return Verdict{}, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
@@ -334,11 +299,7 @@ func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, w printer
 	if err != nil {
 		return Verdict{}, err
 	}
-	lab.out.verdict(v)
-	if o.Record != nil {
-		rec.rec.Verdict = v
-		o.Record(rec.rec)
-	}
+	lab.emit(Event{Kind: "verdict", Verdict: &v})
 	return v, nil
 }
 
@@ -399,10 +360,10 @@ func (l *Lab) verify(ctx context.Context, sc *Scenario) (Verdict, error) {
 	return v, nil
 }
 
-// Kill ends a named session the way a crash would: the server terminates
-// its backend, rolling back whatever it had open. Kill returns once the
-// backend is gone.
-func (l *Lab) Kill(ctx context.Context, session *pgx.Conn) error {
+// KillSession ends a named session the way a crash would: PostgreSQL
+// terminates its backend, rolling back whatever it had open. It returns
+// once the backend is gone.
+func (l *Lab) KillSession(ctx context.Context, session *pgx.Conn) error {
 	pid := session.PgConn().PID()
 	if _, err := l.DB.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
 		return err

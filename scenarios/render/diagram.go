@@ -1,4 +1,4 @@
-package scenarios
+package render
 
 import (
 	"fmt"
@@ -7,54 +7,44 @@ import (
 	"strings"
 
 	"github.com/fatih/color"
-
-	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
-// recorder keeps every event of a run, passing each on to the printer
-// underneath; with diagram set it holds the transcript back and draws the
-// run instead, before the verdict.
-type recorder struct {
-	next    printer
-	rec     *Recording
-	diagram bool
-	w       io.Writer
-	color   bool
+// Recording is one run's events, as a Recorder kept them.
+type Recording struct {
+	Scenario *lab.Scenario
+	Events   []lab.Event // from the scenario event to the verdict
+	Verdict  lab.Verdict
 }
 
-func (r *recorder) add(e Event)                  { r.rec.Events = append(r.rec.Events, e) }
-func (r *recorder) sideBySide(v MistakeVerdict)  { r.next.sideBySide(v) }
-func (r *recorder) begin()                       { r.next.begin() }
-func (r *recorder) state(step string, e Event)   { e.Step = step; r.add(e) }
-func (r *recorder) message(step string, e Event) { e.Step = step; r.add(e); r.next.message(step, e) }
+// Recorder is a sink that keeps every run it hears, one Recording each
+// (a mistake's halves are two runs).
+type Recorder struct{ Runs []*Recording }
 
-func (r *recorder) step(title string, part bool) {
-	r.add(Event{Kind: "step", Step: title, Part: part, Text: title})
-	if !r.diagram {
-		r.next.step(title, part)
+func (r *Recorder) Event(e lab.Event) {
+	switch {
+	case e.Kind == "scenario":
+		r.Runs = append(r.Runs, &Recording{Scenario: e.Scenario})
+	case e.Kind == "mistake" || len(r.Runs) == 0:
+		return // the runs' own verdicts are in the runs
+	case e.Kind == "verdict":
+		r.Last().Verdict = *e.Verdict
+	}
+	r.Last().Events = append(r.Last().Events, e)
+}
+
+// Last is the run heard last.
+func (r *Recorder) Last() *Recording { return r.Runs[len(r.Runs)-1] }
+
+// Replay feeds a recorded run's events to a sink, as the run did.
+func Replay(rec *Recording, to lab.Sink) {
+	for _, e := range rec.Events {
+		to.Event(e)
 	}
 }
 
-func (r *recorder) line(step, text string, resp *response) {
-	r.add(Event{Kind: "line", Step: step, Text: text})
-	if !r.diagram {
-		r.next.line(step, text, resp)
-	}
-}
-
-func (r *recorder) balances(step, label string, s bank.Snapshot) {
-	r.add(Event{Kind: "balances", Step: step, Text: strings.TrimSpace(label + " " + s.Line()), Balances: &s})
-	if !r.diagram {
-		r.next.balances(step, label, s)
-	}
-}
-
-func (r *recorder) verdict(v Verdict) {
-	if r.diagram {
-		drawDiagram(r.w, r.rec, newPalette(r.color))
-	}
-	r.next.verdict(v)
-}
+// said is whether an event is a line of the transcript.
+func said(e lab.Event) bool { return e.Kind == "line" || e.Kind == "response" }
 
 // Diagram geometry: the whole drawing fits in 100 columns.
 const (
@@ -73,18 +63,18 @@ func lanes(rec *Recording) []string {
 		}
 		for _, a := range []string{e.From, e.To} {
 			switch {
-			case a == actorDB:
+			case a == lab.ActorDB:
 				hasDB = true
 			case !slices.Contains(names, a):
 				names = append(names, a)
 			}
 		}
 	}
-	if i := slices.Index(names, actorApp); i > 0 {
-		names = append([]string{actorApp}, slices.Delete(names, i, i+1)...)
+	if i := slices.Index(names, lab.ActorApp); i > 0 {
+		names = append([]string{lab.ActorApp}, slices.Delete(names, i, i+1)...)
 	}
 	if hasDB {
-		names = append(names, actorDB)
+		names = append(names, lab.ActorDB)
 	}
 	return names
 }
@@ -177,7 +167,7 @@ func drawDiagram(w io.Writer, rec *Recording, p palette) {
 		switch e.Kind {
 		case "step":
 			fmt.Fprintln(w, p.title.Sprint(strings.Repeat(" ", clockWidth)+"» "+e.Text))
-		case "line":
+		case "line", "response":
 			for _, l := range wrap(e.Text, diagramWidth-clockWidth-2) {
 				fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+"  "+l))
 			}
@@ -235,13 +225,13 @@ func wrap(text string, n int) []string {
 	return out
 }
 
-func sameArrow(a, b Event) bool {
+func sameArrow(a, b lab.Event) bool {
 	return a.Kind == "message" && a.From == b.From && a.To == b.To && a.Text == b.Text && a.Mark == b.Mark && a.Clock == b.Clock
 }
 
 // drawArrow makes the two rows of one message: its label, then the arrow
 // between the lanes (broken half-way when the answer was lost).
-func drawArrow(e Event, n, from, to int, bars func() canvas) (canvas, canvas) {
+func drawArrow(e lab.Event, n, from, to int, bars func() canvas) (canvas, canvas) {
 	text := e.Text
 	if tag := markTag[e.Mark]; tag != "" {
 		text = tag + " " + text
@@ -284,4 +274,16 @@ func colourArrow(line, mark string, p palette) string {
 		return line
 	}
 	return p.forMark(mark).Sprint(line)
+}
+
+// shortText trims a label to n runes, with an ellipsis.
+func shortText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }

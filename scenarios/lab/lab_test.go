@@ -1,26 +1,30 @@
-package scenarios_test
+package lab_test
 
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
-	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // A scenario that claims to show a break which does not happen is not
 // reproduced, and its verdict names the check.
 func TestVerdictWhenTheLessonDoesNotReproduce(t *testing.T) {
-	sc := &scenarios.Scenario{
+	sc := &lab.Scenario{
 		Name:    "claims-a-break",
 		Summary: "a correct transfer that claims money vanishes",
-		Breaks:  []scenarios.Check{scenarios.TotalKept},
-		Run: func(ctx context.Context, lab *scenarios.Lab) error {
+		Breaks:  []lab.Check{lab.TotalKept},
+		Run: func(ctx context.Context, lab *lab.Lab) error {
 			lab.Intent("one tap", 1, 2, 1_000_000, 1)
 			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
 				_, err := bank.Transfer(ctx, tx, 1, []byte(`{"from":1,"to":2,"amountKobo":1000000}`))
@@ -29,7 +33,7 @@ func TestVerdictWhenTheLessonDoesNotReproduce(t *testing.T) {
 		},
 	}
 	var out bytes.Buffer
-	v, err := scenarios.Run(context.Background(), pgtest.Cluster(), sc, &out, scenarios.Options{})
+	v, err := lab.Run(context.Background(), pgtest.Cluster(), sc, lab.Options{Sink: render.Text(&out, render.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,18 +47,22 @@ func TestVerdictWhenTheLessonDoesNotReproduce(t *testing.T) {
 
 // Each intent is checked both ways: twice is a break, and so is never.
 func TestOnceEachCatchesAMissingTransfer(t *testing.T) {
-	sc := &scenarios.Scenario{
+	sc := &lab.Scenario{
 		Name: "forgets-to-send",
-		Run: func(ctx context.Context, lab *scenarios.Lab) error {
+		Run: func(ctx context.Context, lab *lab.Lab) error {
 			lab.Intent("a tap that was acknowledged", 1, 2, 500, 1)
 			return nil
 		},
 	}
-	v, err := scenarios.Run(context.Background(), pgtest.Cluster(), sc, &bytes.Buffer{}, scenarios.Options{})
+	v, err := lab.Run(context.Background(), pgtest.Cluster(), sc, lab.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.Reproduced || !strings.Contains(v.Results[2].Detail, "a tap that was acknowledged: never (should be once)") {
 		t.Fatalf("%+v", v.Results)
 	}
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Run(m, pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup}))
 }

@@ -1,4 +1,4 @@
-package scenarios
+package render
 
 import (
 	"encoding/json"
@@ -10,37 +10,54 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
-// printerTarget is where a transcript goes.
-type printerTarget = io.Writer
+// Package render draws a run from its events (lab.Event), and from
+// nothing else: the transcript, JSON lines, the sequence diagram, and the
+// pictures of a page (SVG, HTML). Each is a lab.Sink, fed live while the
+// run happens, or afterwards from a Recording (Replay): the same events
+// give the same drawing either way.
 
-type response struct {
-	Status   int             `json:"status"`
-	Replayed bool            `json:"replayed"`
-	Body     json.RawMessage `json:"body,omitempty"`
+// Options choose how a transcript is shown.
+type Options struct {
+	Explain bool // print each step's note before it
+	Color   bool
+	// Pause, if set, waits for the learner before each step (--step); it
+	// is told the step that comes next.
+	Pause func(next string)
+	// Predictions are the learner's answers to questions about the run
+	// (--predict): each is marked under the line that answers it.
+	Predictions []Prediction
 }
 
-type printer interface {
-	sideBySide(v MistakeVerdict)
-	begin()
-	step(title string, part bool)
-	line(step, text string, r *response)
-	balances(step, label string, s bank.Snapshot)
-	message(step string, e Event) // an arrow of the sequence diagram
-	state(step string, e Event)   // the bank and keys after a step (pictures only)
-	verdict(v Verdict)
+// Prediction is a learner's answer to a question, before the run.
+type Prediction struct {
+	Line   string // the line that answers it starts with this
+	Nth    int    // which such line (0 for the first)
+	Chosen string // the learner's answer
+	Why    string // said when the answer was wrong
+	// Read is what a line that answers the question says, among the
+	// question's options.
+	Read func(line string) (string, error)
 }
 
-func newPrinter(w io.Writer, sc *Scenario, o Options) printer {
-	if o.JSON {
-		return &jsonPrinter{enc: json.NewEncoder(w), sc: sc}
-	}
-	p := &textPrinter{w: w, sc: sc, o: o, palette: newPalette(o.Color)}
+// Text is a sink that prints the transcript: each step's title when it is
+// a part (all of them with Explain), every line and balance as it comes,
+// then the invariants and the verdict.
+func Text(w io.Writer, o Options) lab.Sink {
+	p := &textPrinter{w: w, o: o, palette: newPalette(o.Color)}
 	for _, pr := range o.Predictions {
 		p.pending = append(p.pending, &pending{Prediction: pr})
 	}
 	return p
+}
+
+// Diagram is a sink that draws each run as a sequence diagram once it is
+// over, in place of its transcript's lines; its title, invariants and
+// verdict are printed as Text prints them.
+func Diagram(w io.Writer, color bool) lab.Sink {
+	return &textPrinter{w: w, palette: newPalette(color), diagram: &Recorder{}}
 }
 
 // pending is a prediction waiting for its line.
@@ -75,13 +92,41 @@ func newPalette(on bool) palette {
 type textPrinter struct {
 	pending []*pending
 	w       io.Writer
-	sc      *Scenario
+	sc      *lab.Scenario
 	o       Options
 	palette
+	diagram *Recorder // the run so far, to be drawn at its end (Diagram)
 }
 
-func (p *textPrinter) begin() {
-	fmt.Fprintf(p.w, "%s\n\n", p.title.Sprintf("== %s: %s", p.sc.Name, p.sc.Summary))
+func (p *textPrinter) Event(e lab.Event) {
+	if p.diagram != nil {
+		p.diagram.Event(e)
+	}
+	switch e.Kind {
+	case "scenario":
+		p.sc = e.Scenario
+		fmt.Fprintf(p.w, "%s\n\n", p.title.Sprintf("== %s: %s", p.sc.Name, p.sc.Summary))
+	case "verdict":
+		if p.diagram != nil {
+			drawDiagram(p.w, p.diagram.Last(), p.palette)
+		}
+		p.verdict(*e.Verdict)
+	case "mistake":
+		p.sideBySide(*e.Mistake)
+	}
+	if p.diagram != nil {
+		return // the diagram replaces the run's lines
+	}
+	switch e.Kind {
+	case "step":
+		p.step(e.Text, e.Part)
+	case "line", "response":
+		p.line(e.Text)
+	case "balances":
+		fmt.Fprintln(p.w, e.Text)
+	}
+	// The transcript shows what each side printed; arrows and states are
+	// for the pictures.
 }
 
 func (p *textPrinter) step(title string, part bool) {
@@ -104,7 +149,7 @@ func (p *textPrinter) step(title string, part bool) {
 	}
 }
 
-func (p *textPrinter) line(_, text string, _ *response) {
+func (p *textPrinter) line(text string) {
 	fmt.Fprintln(p.w, text)
 	for _, l := range strings.Split(text, "\n") {
 		p.mark(l)
@@ -114,15 +159,13 @@ func (p *textPrinter) line(_, text string, _ *response) {
 // mark says, under the line that answers a prediction, whether it was right.
 func (p *textPrinter) mark(line string) {
 	for _, pr := range p.pending {
-		if pr.done || !strings.HasPrefix(line, pr.Q.Line) {
+		if pr.done || !strings.HasPrefix(line, pr.Line) {
 			continue
 		}
-		if pr.seen++; pr.seen <= pr.Q.Nth {
+		if pr.seen++; pr.seen <= pr.Nth {
 			continue
 		}
-		q := pr.Q
-		q.Nth = 0
-		got, err := q.read(line)
+		got, err := pr.Read(line)
 		if err != nil {
 			continue
 		}
@@ -130,23 +173,12 @@ func (p *textPrinter) mark(line string) {
 		if pr.right {
 			fmt.Fprintf(p.w, "%s\n", p.good.Sprintf("   ↳ you predicted %q: right", pr.Chosen))
 		} else {
-			fmt.Fprintf(p.w, "%s\n", p.bad.Sprintf("   ↳ you predicted %q; the lab printed %q. %s", pr.Chosen, got, q.Why))
+			fmt.Fprintf(p.w, "%s\n", p.bad.Sprintf("   ↳ you predicted %q; the lab printed %q. %s", pr.Chosen, got, pr.Why))
 		}
 	}
 }
 
-// The transcript shows what each side printed; arrows are for pictures.
-func (p *textPrinter) message(string, Event) {}
-func (p *textPrinter) state(string, Event)   {}
-
-func (p *textPrinter) balances(_, label string, s bank.Snapshot) {
-	if label != "" {
-		label += " "
-	}
-	fmt.Fprintln(p.w, label+s.Line())
-}
-
-func (p *textPrinter) verdict(v Verdict) {
+func (p *textPrinter) verdict(v lab.Verdict) {
 	fmt.Fprintln(p.w)
 	fmt.Fprintln(p.w, "invariants:")
 	for _, r := range v.Results {
@@ -177,7 +209,7 @@ func (p *textPrinter) verdict(v Verdict) {
 	fmt.Fprintln(p.w)
 }
 
-func (p *textPrinter) sideBySide(v MistakeVerdict) {
+func (p *textPrinter) sideBySide(v lab.MistakeVerdict) {
 	fmt.Fprintf(p.w, "%s\n", p.title.Sprintf("side by side: %s", v.Mistake))
 	fmt.Fprintf(p.w, "  %-30s  %-7s %s\n", "", "broken", "fixed")
 	for i, r := range v.Broken.Results {
@@ -199,7 +231,7 @@ func (p *textPrinter) sideBySide(v MistakeVerdict) {
 	fmt.Fprintln(p.w)
 }
 
-func (p *textPrinter) verdictLine(v Verdict) string {
+func (p *textPrinter) verdictLine(v lab.Verdict) string {
 	switch {
 	case !v.Reproduced:
 		return p.bad.Sprint("verdict: NOT reproduced: ") + strings.Join(v.Differences(), "; ")
@@ -222,7 +254,7 @@ func (p *textPrinter) verdictLine(v Verdict) string {
 	}
 }
 
-func broken(v Verdict) int {
+func broken(v lab.Verdict) int {
 	n := 0
 	for _, r := range v.Results {
 		if !r.Holds {
@@ -232,17 +264,23 @@ func broken(v Verdict) int {
 	return n
 }
 
+// JSON is a sink that prints one JSON object per line for each event of
+// the transcript, the diagram's messages, each verdict and each mistake's
+// side by side (the states, drawn only in pictures, are left out).
+func JSON(w io.Writer) lab.Sink { return &jsonPrinter{enc: json.NewEncoder(w)} }
+
 type jsonPrinter struct {
-	enc *json.Encoder
-	sc  *Scenario
+	enc      *json.Encoder
+	scenario string
 }
 
-type event struct {
+// jsonEvent is an event as --json prints it: Kind as lab.Event has it.
+type jsonEvent struct {
 	Scenario   string           `json:"scenario"`
-	Type       string           `json:"type"`
+	Kind       string           `json:"kind"`
 	Step       string           `json:"step,omitempty"`
 	Text       string           `json:"text,omitempty"`
-	Response   *response        `json:"response,omitempty"`
+	Response   *jsonResponse    `json:"response,omitempty"`
 	Balances   map[string]int64 `json:"balancesKobo,omitempty"`
 	TotalKobo  *int64           `json:"totalKobo,omitempty"`
 	Transfers  *int             `json:"transfers,omitempty"`
@@ -254,6 +292,12 @@ type event struct {
 	Clock      string           `json:"clock,omitempty"`
 }
 
+type jsonResponse struct {
+	Status   int             `json:"status"`
+	Replayed bool            `json:"replayed"`
+	Body     json.RawMessage `json:"body,omitempty"`
+}
+
 type jsonCheck struct {
 	Check    string `json:"check"`
 	Holds    bool   `json:"holds"`
@@ -261,52 +305,48 @@ type jsonCheck struct {
 	Detail   string `json:"detail,omitempty"`
 }
 
-func (p *jsonPrinter) emit(e event) {
-	e.Scenario = p.sc.Name
-	_ = p.enc.Encode(e)
-}
-
-func (p *jsonPrinter) sideBySide(v MistakeVerdict) {
-	r := v.Reproduced()
-	p.emit(event{Type: "mistake", Text: v.Mistake, Reproduced: &r})
-}
-
-func (p *jsonPrinter) begin() { p.emit(event{Type: "scenario", Text: p.sc.Summary}) }
-
-func (p *jsonPrinter) step(title string, _ bool) { p.emit(event{Type: "step", Step: title}) }
-
-func (p *jsonPrinter) line(step, text string, r *response) {
-	t := "line"
-	if r != nil {
-		t = "response"
-		if !json.Valid(r.Body) {
-			r.Body = nil
-		}
+func (p *jsonPrinter) Event(e lab.Event) {
+	if e.Scenario != nil {
+		p.scenario = e.Scenario.Name
 	}
-	p.emit(event{Type: t, Step: step, Text: text, Response: r})
+	out := jsonEvent{Scenario: p.scenario, Kind: e.Kind, Step: e.Step, Text: e.Text}
+	switch e.Kind {
+	case "state":
+		return
+	case "scenario":
+		out.Text = e.Scenario.Summary
+	case "step":
+		out.Text = ""
+	case "response":
+		r := e.Response
+		out.Response = &jsonResponse{Status: r.Status, Replayed: r.Replayed}
+		if json.Valid(r.Body) {
+			out.Response.Body = r.Body
+		}
+	case "balances":
+		out.Balances, out.TotalKobo, out.Transfers = kobo(*e.Balances)
+	case "message":
+		out.From, out.To, out.Mark, out.Clock = e.From, e.To, e.Mark, e.Clock
+	case "verdict":
+		out.Step = ""
+		reproduced := e.Verdict.Reproduced
+		out.Reproduced = &reproduced
+		for _, r := range e.Verdict.Results {
+			out.Checks = append(out.Checks, jsonCheck{r.Name, r.Holds, r.Expected, r.Detail})
+		}
+	case "mistake":
+		out.Step, out.Text = "", e.Mistake.Mistake
+		r := e.Mistake.Reproduced()
+		out.Reproduced = &r
+	}
+	_ = p.enc.Encode(out)
 }
 
-func (p *jsonPrinter) balances(step, label string, s bank.Snapshot) {
+func kobo(s bank.Snapshot) (map[string]int64, *int64, *int) {
 	m := map[string]int64{}
 	for i, h := range s.Holders {
 		m[h] = s.Balances[i]
 	}
 	total, n := s.Total, s.Transfers
-	text := strings.TrimSpace(label + " " + s.Line())
-	p.emit(event{Type: "balances", Step: step, Text: text, Balances: m, TotalKobo: &total, Transfers: &n})
-}
-
-func (p *jsonPrinter) message(step string, e Event) {
-	p.emit(event{Type: "message", Step: step, Text: e.Text, From: e.From, To: e.To, Mark: e.Mark, Clock: e.Clock})
-}
-
-func (p *jsonPrinter) state(string, Event) {}
-
-func (p *jsonPrinter) verdict(v Verdict) {
-	var checks []jsonCheck
-	for _, r := range v.Results {
-		checks = append(checks, jsonCheck{r.Name, r.Holds, r.Expected, r.Detail})
-	}
-	reproduced := v.Reproduced
-	p.emit(event{Type: "verdict", Reproduced: &reproduced, Checks: checks})
+	return m, &total, &n
 }

@@ -1,4 +1,4 @@
-package scenarios
+package practice
 
 import (
 	"bytes"
@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // TestQuizAnswersComeFromTheRuns: every question's right answer is read
@@ -19,7 +22,7 @@ func TestQuizAnswersComeFromTheRuns(t *testing.T) {
 		t.Errorf("the quiz has %d questions, want at least 30", len(Quiz))
 	}
 	for _, q := range Quiz {
-		raw, err := os.ReadFile("../testdata/scenarios/" + q.Scenario + ".golden")
+		raw, err := os.ReadFile("../../testdata/scenarios/" + q.Scenario + ".golden")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +54,7 @@ func goldenAnswers(t *testing.T) map[string]string {
 	t.Helper()
 	rights := map[string]string{}
 	for _, q := range Quiz {
-		raw, err := os.ReadFile("../testdata/scenarios/" + q.Scenario + ".golden")
+		raw, err := os.ReadFile("../../testdata/scenarios/" + q.Scenario + ".golden")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,12 +176,12 @@ func TestPredictionsAreMarkedWhereTheirLinesAppear(t *testing.T) {
 	if len(qs) < 2 {
 		t.Fatalf("crash has %d questions", len(qs))
 	}
-	var preds []Prediction
+	var preds []render.Prediction
 	for _, q := range qs[:2] {
-		preds = append(preds, Prediction{Q: q, Chosen: "409"})
+		preds = append(preds, q.Prediction("409"))
 	}
 	var out bytes.Buffer
-	if _, err := Run(context.Background(), pgtest.Cluster(), Crash, &out, Options{Predictions: preds}); err != nil {
+	if _, err := lab.Run(context.Background(), pgtest.Cluster(), scenarios.Crash, lab.Options{Sink: render.Text(&out, render.Options{Predictions: preds})}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

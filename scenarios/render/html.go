@@ -1,8 +1,10 @@
-package scenarios
+package render
 
 import (
 	"html/template"
 	"io"
+
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // PageCSS is the pictures' style, shared by --html pages and bank lab:
@@ -60,7 +62,7 @@ type pageRun struct {
 	Name, Summary string
 	SVG           template.HTML
 	Steps         []StepView
-	Checks        []Result
+	Checks        []lab.Result
 }
 
 // WriteHTML writes recorded runs as one self-contained page: the diagram

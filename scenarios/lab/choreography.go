@@ -1,4 +1,4 @@
-package scenarios
+package lab
 
 import (
 	"context"
@@ -18,19 +18,19 @@ import (
 // exact point of its work (a hook), so that what happens meanwhile is the
 // same on every run. Nothing here sleeps to wait for anything.
 
-// held is a request stopped at a hook, running in the background.
-type held struct {
+// Held is a request stopped at a hook, running in the background.
+type Held struct {
 	release chan struct{}
 	done    chan struct{}
 	resp    idem.Response
 	err     error
 }
 
-// hold starts send in the background and returns once it has reached the
-// hook; until finish, it waits there. The hook stops only the first
+// Hold starts send in the background and returns once it has reached the
+// hook; until Finish, it waits there. The hook stops only the first
 // request that reaches it: copies that come later pass through.
-func hold(hook *func(context.Context), send func() (idem.Response, error)) *held {
-	h := &held{release: make(chan struct{}), done: make(chan struct{})}
+func (l *Lab) Hold(hook *func(context.Context), send func() (idem.Response, error)) *Held {
+	h := &Held{release: make(chan struct{}), done: make(chan struct{})}
 	reached := make(chan struct{})
 	var once sync.Once
 	*hook = func(context.Context) { once.Do(func() { close(reached); <-h.release }) }
@@ -45,32 +45,35 @@ func hold(hook *func(context.Context), send func() (idem.Response, error)) *held
 	return h
 }
 
-// finish lets the held request go on and waits for its answer.
-func (h *held) finish() (idem.Response, error) {
+// Finish lets the held request go on and waits for its answer.
+func (h *Held) Finish() (idem.Response, error) {
 	close(h.release)
 	<-h.done
 	return h.resp, h.err
 }
 
-// oneAtATime serves one request at a time, as the lesson's database
-// (PGlite) does: it runs one query at a time and holds every other back
-// while a transaction is open.
-type oneAtATime struct {
+// OneAtATime serves one request at a time through h, as the lesson's
+// database (PGlite) does: it runs one query at a time and holds every
+// other back while a transaction is open.
+func (l *Lab) OneAtATime(h api.Handler) *Serial { return &Serial{h: h} }
+
+// Serial is a handler that lets one request in at a time.
+type Serial struct {
 	mu sync.Mutex
 	h  api.Handler
 }
 
-func (o *oneAtATime) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+func (o *Serial) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.h.Handle(ctx, c)
 }
 
-// storm sends copies of one call through h at once. The copy that wins
+// Storm sends copies of one call through h at once. The copy that wins
 // the key is held just before it stores its answer until every other copy
 // has its own, so the counts do not depend on timing. It returns the
 // answers counted, in a fixed order: "201 ok x1, 409 request_in_progress x49".
-func storm(ctx context.Context, h *api.Transfers, call api.Call, copies int) (string, error) {
+func (l *Lab) Storm(ctx context.Context, h *api.Transfers, call api.Call, copies int) (string, error) {
 	answered := make(chan struct{}, copies)
 	h.Hooks.BeforeStore = func(context.Context) {
 		timeout := time.After(30 * time.Second)
@@ -97,17 +100,17 @@ func storm(ctx context.Context, h *api.Transfers, call api.Call, copies int) (st
 				failures = append(failures, err)
 				mu.Unlock()
 			}
-			answers <- fmt.Sprintf("%d %s", r.Status, errorOrOK(r.Body))
+			answers <- fmt.Sprintf("%d %s", r.Status, ErrorOrOK(r.Body))
 			answered <- struct{}{}
 		}()
 	}
 	wg.Wait()
 	close(answers)
-	return tally(answers), errors.Join(failures...)
+	return l.Tally(answers), errors.Join(failures...)
 }
 
-// tally counts answers, in a fixed order.
-func tally(answers <-chan string) string {
+// Tally counts answers, in a fixed order.
+func (l *Lab) Tally(answers <-chan string) string {
 	counts := map[string]int{}
 	for a := range answers {
 		counts[a]++
@@ -124,10 +127,10 @@ func tally(answers <-chan string) string {
 	return strings.Join(parts, ", ")
 }
 
-// waitBlocked returns once session's backend is waiting for a lock that
+// WaitBlocked returns once session's backend is waiting for a lock that
 // holder's backend holds, as PostgreSQL itself reports it
 // (pg_blocking_pids): a signal, not a sleep.
-func (l *Lab) waitBlocked(ctx context.Context, session, holder *pgx.Conn) error {
+func (l *Lab) WaitBlocked(ctx context.Context, session, holder *pgx.Conn) error {
 	waiter, blocker := session.PgConn().PID(), holder.PgConn().PID()
 	for i := 0; i < 3000; i++ {
 		var blocked bool
@@ -142,9 +145,9 @@ func (l *Lab) waitBlocked(ctx context.Context, session, holder *pgx.Conn) error 
 	return fmt.Errorf("backend %d never waited for backend %d", waiter, blocker)
 }
 
-// holdRow has a maintenance job of its own lock an account's row, as an
+// HoldRow has a maintenance job of its own lock an account's row, as an
 // outage would, until the returned release is called.
-func (l *Lab) holdRow(ctx context.Context, account int64) (release func() error, err error) {
+func (l *Lab) HoldRow(ctx context.Context, account int64) (release func() error, err error) {
 	maintenance, err := l.Session(ctx)
 	if err != nil {
 		return nil, err

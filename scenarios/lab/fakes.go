@@ -1,4 +1,4 @@
-package scenarios
+package lab
 
 import (
 	"context"
@@ -13,6 +13,15 @@ import (
 // The outside world, simulated: systems the bank calls but cannot roll
 // back. Each keeps its own record of what reached it, which is what the
 // invariant checks count.
+
+// SMS is the story's SMS provider, drawn in the pictures.
+func (l *Lab) SMS() *SMSProvider { return &SMSProvider{lab: l} }
+
+// Rail is the story's payment rail, drawn in the pictures.
+func (l *Lab) Rail() *Rail { return &Rail{lab: l} }
+
+// Queue is the story's message queue, drawn in the pictures.
+func (l *Lab) Queue() *Queue { return &Queue{lab: l} }
 
 // SMSProvider delivers text messages. Given an idempotency key, it
 // delivers each key once, as real providers do; without one it delivers
@@ -72,9 +81,16 @@ type Rail struct {
 	mu       sync.Mutex
 	paid     map[string]int64 // reference -> kobo
 	order    []string
-	loseNext int // lose the answer of the next N payments, after paying
-	dropNext int // lose the next N requests on the way, before the rail sees them
+	loseNext int
+	dropNext int
 }
+
+// LoseAnswers loses the answer of the next n payments, after paying them.
+func (r *Rail) LoseAnswers(n int) { r.mu.Lock(); r.loseNext = n; r.mu.Unlock() }
+
+// DropRequests loses the next n requests on the way, before the rail
+// sees them.
+func (r *Rail) DropRequests(n int) { r.mu.Lock(); r.dropNext = n; r.mu.Unlock() }
 
 // Pay pays reference, once.
 func (r *Rail) Pay(_ context.Context, reference string, amountKobo int64) error {
@@ -136,6 +152,13 @@ type Queue struct {
 	mu    sync.Mutex
 	msgs  map[string]string // id -> body
 	acked map[string]bool
+}
+
+// Body is the body of message id.
+func (q *Queue) Body(id string) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.msgs[id]
 }
 
 // Publish adds a message.

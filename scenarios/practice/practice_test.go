@@ -1,4 +1,4 @@
-package scenarios
+package practice
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios"
 )
 
 // failing is the findings that did not pass.
@@ -194,7 +195,7 @@ func TestPracticeShouldRetryReasons(t *testing.T) {
 		"500":     {"may succeed later", "key makes the retry safe"},
 		"503":     {"may succeed later", "key makes the retry safe"},
 	}
-	for i, outcome := range retryOutcomes {
+	for i, outcome := range scenarios.RetryOutcomes {
 		printed := slices.Clone(ex.Want)
 		flipped := "true"
 		if strings.HasSuffix(printed[i], "true") {

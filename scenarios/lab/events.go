@@ -1,4 +1,4 @@
-package scenarios
+package lab
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +24,8 @@ import (
 
 // Actors of the diagrams, besides the servers a story names.
 const (
-	actorApp      = "app"
-	actorDB       = "PostgreSQL"
+	ActorApp      = "app"
+	ActorDB       = "PostgreSQL"
 	actorServer   = "server"
 	actorRail     = "the rail"
 	actorSMS      = "SMS provider"
@@ -41,19 +40,77 @@ func (l *Lab) draw(from, to, text, mark string) {
 	}
 }
 
-// Event is one thing that happened in a run.
+// Event is one thing that happened in a run. Its Kind says which fields
+// it fills:
+//
+//	scenario  the run begins: Scenario (its name, summary and notes)
+//	step      a step begins: Text is its title; Part, whether the
+//	          transcript prints that title
+//	line      the transcript says Text
+//	response  the transcript says Text about Response, an answer received
+//	balances  the transcript prints the bank: Text, and Balances
+//	message   an arrow of the sequence diagram: From, To, Text, Mark, Clock
+//	state     the bank and its keys at a step's end (Options.States only):
+//	          Balances, Keys
+//	verdict   the run's invariant checks: Verdict
+//	mistake   both halves of a mistake are over: Mistake
+//
+// Every event but scenario carries Step, the title of the step it
+// happened in ("" before the first).
 type Event struct {
-	Kind  string `json:"kind"` // step, line, message, balances, state
-	Step  string `json:"step,omitempty"`
-	Part  bool   `json:"part,omitempty"` // a step whose title the transcript prints
-	Text  string `json:"text,omitempty"`
-	From  string `json:"from,omitempty"` // message: who sent it
-	To    string `json:"to,omitempty"`   // message: to whom
-	Mark  string `json:"mark,omitempty"` // message: lost, replayed, in-progress, refused, takeover, fenced, error
-	Clock string `json:"clock,omitempty"`
+	Kind  string
+	Step  string
+	Part  bool
+	Text  string
+	From  string
+	To    string
+	Mark  string // message: lost, replayed, in-progress, refused, takeover, fenced, error
+	Clock string // message: simulated time since the lesson's start
 
-	Balances *bank.Snapshot `json:"-"`              // balances: the snapshot; state: the bank after the step
-	Keys     []KeyRow       `json:"keys,omitempty"` // state: the idempotency keys after the step
+	Scenario *Scenario
+	Response *Response
+	Balances *bank.Snapshot
+	Keys     []KeyRow
+	Verdict  *Verdict
+	Mistake  *MistakeVerdict
+}
+
+// Response is an answer as the transcript reports it.
+type Response struct {
+	Status   int
+	Replayed bool
+	Body     []byte
+}
+
+// Sink hears a run's events, in order, as they happen. The lab calls it
+// from one goroutine at a time.
+type Sink interface{ Event(Event) }
+
+// Tee is a sink that passes each event to every one of sinks.
+type Tee []Sink
+
+func (t Tee) Event(e Event) {
+	for _, s := range t {
+		if s != nil {
+			s.Event(e)
+		}
+	}
+}
+
+// emit sends one event to the run's sink, as part of the current step.
+func (l *Lab) emit(e Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.emitLocked(e)
+}
+
+func (l *Lab) emitLocked(e Event) {
+	if e.Kind != "scenario" && e.Step == "" {
+		e.Step = l.step
+	}
+	if l.sink != nil {
+		l.sink.Event(e)
+	}
 }
 
 // KeyRow is one idempotency key as a picture shows it: no lock id (it is
@@ -66,22 +123,13 @@ type KeyRow struct {
 	Response string `json:"response,omitempty"`
 }
 
-// Recording is a whole run, for the pictures.
-type Recording struct {
-	Scenario *Scenario
-	Events   []Event
-	Verdict  Verdict
-}
-
 // message records one arrow.
 func (l *Lab) message(e Event) {
 	e.Kind = "message"
 	if e.Clock == "" {
 		e.Clock = l.clockText(l.Clock.Now())
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.out.message(l.step, e)
+	l.emit(e)
 }
 
 // clockText is a simulated time as the diagrams show it: time since the
@@ -91,7 +139,7 @@ func (l *Lab) clockText(t time.Time) string {
 	if d < 0 {
 		d = 0
 	}
-	return human(d) // as the transcript says it: "31 s", "24 h"
+	return Human(d) // as the transcript says it: "31 s", "24 h"
 }
 
 // actorKey carries, in a request's context, the server handling it, so
@@ -107,7 +155,7 @@ func (l *Lab) Keys(s *idem.Store) *idem.Store {
 			return // not a drawn server: nothing to draw from
 		}
 		text, mark := keyEventText(l, e)
-		l.message(Event{From: who, To: actorDB, Text: text, Mark: mark})
+		l.message(Event{From: who, To: ActorDB, Text: text, Mark: mark})
 	}
 	return s
 }
@@ -133,12 +181,6 @@ func keyEventText(l *Lab, e idem.Event) (string, string) {
 	}
 	return "?", ""
 }
-
-// handlerFunc makes a function a handler, for stories whose server is a
-// few lines of their own.
-type handlerFunc func(ctx context.Context, c api.Call) (idem.Response, error)
-
-func (f handlerFunc) Handle(ctx context.Context, c api.Call) (idem.Response, error) { return f(ctx, c) }
 
 // Endpoint is a server as the diagrams see it: each request it handles is
 // an arrow from the app, and its answer (or the error that ended it) an
@@ -167,9 +209,9 @@ func (e *Endpoint) LoseNext(n int) {
 
 // Handle delivers one request to the server.
 func (e *Endpoint) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
-	e.lab.message(Event{From: actorApp, To: e.name, Text: requestText(c), Clock: e.lab.clockText(c.Now)})
+	e.lab.message(Event{From: ActorApp, To: e.name, Text: requestText(c), Clock: e.lab.clockText(c.Now)})
 	resp, err := e.h.Handle(context.WithValue(ctx, actorKey{}, e.name), c)
-	ev := Event{From: e.name, To: actorApp}
+	ev := Event{From: e.name, To: ActorApp}
 	switch {
 	case errors.Is(err, idem.ErrLockLost):
 		ev.Text, ev.Mark = "rolled back: "+err.Error(), "fenced"
@@ -188,7 +230,7 @@ func (e *Endpoint) Handle(ctx context.Context, c api.Call) (idem.Response, error
 	e.mu.Unlock()
 	if lost {
 		ev.Text, ev.Mark = ev.Text+" (lost on the way)", "lost"
-		err = errLostResponse
+		err = ErrLostResponse
 	}
 	e.lab.message(ev)
 	return resp, err
@@ -197,8 +239,8 @@ func (e *Endpoint) Handle(ctx context.Context, c api.Call) (idem.Response, error
 // Burst draws many requests sent at once to a server, and their answers
 // counted (their order is the scheduler's, so they are drawn as one).
 func (l *Lab) Burst(server, what, answers string) {
-	l.message(Event{From: actorApp, To: server, Text: what})
-	l.message(Event{From: server, To: actorApp, Text: answers})
+	l.message(Event{From: ActorApp, To: server, Text: what})
+	l.message(Event{From: server, To: ActorApp, Text: answers})
 }
 
 // requestText is a request as an arrow's label: what, from whom, which key.
@@ -218,7 +260,7 @@ func requestText(c api.Call) string {
 }
 
 func replyText(r idem.Response) string {
-	s := fmt.Sprintf("%d %s", r.Status, transferLabel(r.Body))
+	s := fmt.Sprintf("%d %s", r.Status, TransferLabel(r.Body))
 	if r.Replayed {
 		s += " (replayed)"
 	}
@@ -265,7 +307,7 @@ func attemptText(status int, network string, replayed bool) (string, string) {
 // snapshotState records, for the pictures, the bank and the keys as they
 // stand at the end of a step.
 func (l *Lab) snapshotState(ctx context.Context) {
-	if !l.recording {
+	if !l.states {
 		return
 	}
 	s, err := bank.Read(ctx, l.DB)
@@ -288,25 +330,11 @@ func (l *Lab) snapshotState(ctx context.Context) {
 				k.Until = l.clockText(*until)
 			}
 			if status != 0 {
-				k.Response = fmt.Sprintf("%d %s", status, transferLabel([]byte(body)))
+				k.Response = fmt.Sprintf("%d %s", status, TransferLabel([]byte(body)))
 			}
 			keys = append(keys, k)
 		}
 		rows.Close()
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.out.state(l.step, Event{Kind: "state", Balances: &s, Keys: keys})
-}
-
-// shortText trims a label to n runes, with an ellipsis.
-func shortText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	if n < 1 {
-		return ""
-	}
-	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+	l.emit(Event{Kind: "state", Balances: &s, Keys: keys})
 }

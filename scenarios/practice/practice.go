@@ -1,4 +1,4 @@
-package scenarios
+package practice
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios"
 )
 
 // Exercise is one of the lesson's practice tasks, checked on the learner's
@@ -183,7 +184,7 @@ var Exercises = []*Exercise{
 			if err != nil {
 				return "", err
 			}
-			return "deleted: " + nodeList(deleted) + "\nkept: " + nodeList(kept) + "\n", nil
+			return "deleted: " + scenarios.NodeList(deleted) + "\nkept: " + scenarios.NodeList(kept) + "\n", nil
 		},
 	},
 	{
@@ -207,7 +208,7 @@ var Exercises = []*Exercise{
 		judge: judgeShouldRetry,
 		own: func(ctx context.Context, _ *pgxpool.Pool) (string, error) {
 			var out strings.Builder
-			err := playRetries(ctx, func(time.Duration) {}, func(outcome string, retried bool) {
+			err := scenarios.PlayRetries(ctx, func(time.Duration) {}, func(outcome string, retried bool) {
 				fmt.Fprintf(&out, "%-8s %t\n", outcome, retried)
 			})
 			return out.String(), err
@@ -861,14 +862,14 @@ var retryWant = map[string]struct {
 
 func judgeShouldRetry(_ context.Context, _ *pgxpool.Pool, _ Mode, printed []string) ([]Finding, error) {
 	var out []Finding
-	for i, outcome := range retryOutcomes {
+	for i, outcome := range scenarios.RetryOutcomes {
 		want := retryWant[outcome]
 		out = append(out, lineFinding(printed, i, fmt.Sprintf("(%s) says %t", outcome, want.retry), func(l string) string {
 			ws := words(l)
 			// The first outcome the line names must be this one.
 			named := slices.IndexFunc(ws, func(w string) bool { return w == "network" || len(w) == 3 && strings.Trim(w, "0123456789") == "" })
 			if named < 0 || ws[named] != outcome {
-				return fmt.Sprintf("this line is for %s: the outcomes, one a line, in the order %s", outcome, strings.Join(retryOutcomes, ", "))
+				return fmt.Sprintf("this line is for %s: the outcomes, one a line, in the order %s", outcome, strings.Join(scenarios.RetryOutcomes, ", "))
 			}
 			yes := slices.ContainsFunc(ws[named+1:], func(w string) bool { return w == "true" || w == "yes" })
 			no := slices.ContainsFunc(ws[named+1:], func(w string) bool { return w == "false" || w == "no" })
@@ -881,7 +882,7 @@ func judgeShouldRetry(_ context.Context, _ *pgxpool.Pool, _ Mode, printed []stri
 			return ""
 		}))
 	}
-	out = append(out, noMoreLines(printed, len(retryOutcomes), "eight lines and no more")...)
+	out = append(out, noMoreLines(printed, len(scenarios.RetryOutcomes), "eight lines and no more")...)
 	return out, nil
 }
 
@@ -932,7 +933,7 @@ func RunSQL(ctx context.Context, db bank.DB, ex *Exercise, stmt string) (Ran, er
 		return Ran{}, err
 	}
 	slices.Sort(deleted)
-	return Ran{Printed: "deleted: " + nodeList(deleted) + "\nkept: " + nodeList(kept) + "\n"}, nil
+	return Ran{Printed: "deleted: " + scenarios.NodeList(deleted) + "\nkept: " + scenarios.NodeList(kept) + "\n"}, nil
 }
 
 var paramRE = regexp.MustCompile(`\$(\d+)`)

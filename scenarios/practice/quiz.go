@@ -1,4 +1,4 @@
-package scenarios
+package practice
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // Question is one question of the quiz: a prediction about what a
@@ -160,12 +163,12 @@ func Answers(ctx context.Context, cluster *pgserver.Cluster, qs []Question) ([]s
 	out := make([]string, len(qs))
 	for i, q := range qs {
 		if _, done := transcripts[q.Scenario]; !done {
-			sc, ok := Lookup(q.Scenario)
+			sc, ok := scenarios.Lookup(q.Scenario)
 			if !ok {
 				return nil, fmt.Errorf("quiz: no scenario %q", q.Scenario)
 			}
 			var buf bytes.Buffer
-			if _, err := Run(ctx, cluster, sc, &buf, Options{}); err != nil {
+			if _, err := lab.Run(ctx, cluster, sc, lab.Options{Sink: render.Text(&buf, render.Options{})}); err != nil {
 				return nil, err
 			}
 			transcripts[q.Scenario] = buf.String()
@@ -217,6 +220,14 @@ func (q Question) read(transcript string) (string, error) {
 		return got, nil
 	}
 	return "", fmt.Errorf("quiz: %s printed no line starting %q", q.Scenario, q.Line)
+}
+
+// Prediction is the learner's answer chosen to q, to be marked under the
+// line of the run that answers it (bank scenario --predict).
+func (q Question) Prediction(chosen string) render.Prediction {
+	first := q
+	first.Nth = 0
+	return render.Prediction{Line: q.Line, Nth: q.Nth, Chosen: chosen, Why: q.Why, Read: first.read}
 }
 
 // QuestionsFor is the quiz's questions about one scenario, in order.

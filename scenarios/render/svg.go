@@ -1,22 +1,24 @@
-package scenarios
+package render
 
 import (
 	"fmt"
 	"html"
 	"strings"
+
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // StepView is one step of a recorded run, as a page shows it: its title,
 // the note --explain prints, the lines it printed, and the bank and its
 // keys at its end.
 type StepView struct {
-	Title    string   `json:"title"`
-	Note     string   `json:"note,omitempty"`
-	Drawing  string   `json:"drawing,omitempty"` // the note's drawing, if any: monospace text
-	Lines    []string `json:"lines"`
-	Balances string   `json:"balances"`
-	Keys     []KeyRow `json:"keys"`
-	upto     int      // events[:upto] are the run up to this step's end
+	Title    string       `json:"title"`
+	Note     string       `json:"note,omitempty"`
+	Drawing  string       `json:"drawing,omitempty"` // the note's drawing, if any: monospace text
+	Lines    []string     `json:"lines"`
+	Balances string       `json:"balances"`
+	Keys     []lab.KeyRow `json:"keys"`
+	upto     int          // events[:upto] are the run up to this step's end
 }
 
 // Steps cuts a recording into its steps. Lines printed before the first
@@ -37,7 +39,7 @@ func Steps(rec *Recording) []StepView {
 			}
 			note, drawing := splitNote(rec.Scenario.Explain[e.Text])
 			steps = append(steps, StepView{Title: e.Text, Note: note, Drawing: drawing})
-		case "line":
+		case "line", "response":
 			cur().Lines = append(cur().Lines, e.Text)
 		case "balances":
 			cur().Lines = append(cur().Lines, e.Text)
@@ -113,7 +115,7 @@ func SVG(rec *Recording, n int) string {
 		case "step":
 			y += svgRow
 			text("step", svgClockW, y, "start", "» "+e.Text)
-		case "line", "balances":
+		case "line", "response", "balances":
 			class := "note"
 			if e.Kind == "balances" {
 				class = "balances"

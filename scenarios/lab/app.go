@@ -1,0 +1,46 @@
+package lab
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/zudojs/bank/bank/client"
+)
+
+// The app: the client side of the lessons, that a learner's phone plays,
+// with one key per intent.
+
+// NewKey makes an idempotency key the way an app does when the confirm
+// screen opens: random, here from the lab's seeded source.
+func (l *Lab) NewKey() string {
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", l.Rand.Uint32(), l.Rand.Uint32()&0xffff,
+		l.Rand.Uint32()&0xfff, 0x8000|l.Rand.Uint32()&0x3fff, l.Rand.Uint64()&0xffffffffffff)
+}
+
+// App is the lab's retrying app, aimed at url: each attempt is drawn, and
+// said in the transcript.
+func (l *Lab) App(url string) *client.Client {
+	return &client.Client{
+		BaseURL: url, Token: "token-ada", Rand: l.Rand,
+		HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second},
+		Report: func(a client.Attempt) {
+			l.message(Event{From: ActorApp, To: "server", Text: fmt.Sprintf("POST /transfers (attempt %d)", a.N)})
+			text, mark := attemptText(a.Status, a.Network, a.Replayed)
+			l.message(Event{From: "server", To: ActorApp, Text: text, Mark: mark})
+			if a.Status == 0 {
+				l.Say("attempt %d: network error (%s)%s", a.N, a.Network, WillRetry(a.Retry))
+			} else {
+				l.Say("attempt %d: %d replayed: %t", a.N, a.Status, a.Replayed)
+			}
+		},
+	}
+}
+
+// WillRetry is what a client says after a failed attempt.
+func WillRetry(retry bool) string {
+	if retry {
+		return ", will retry"
+	}
+	return ", giving up"
+}

@@ -1,0 +1,14 @@
+package practice
+
+import (
+	"os"
+	"testing"
+
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Run(m, pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup}))
+}

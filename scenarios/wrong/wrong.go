@@ -1,0 +1,327 @@
+// Package wrong holds the servers that are broken on purpose: each gets
+// one rule of the lesson wrong, as the lesson's table of mistakes lists
+// them. The mistakes' stories (bank mistake) and bank serve --break run
+// them; nothing else should. The correct code is idem.Store and
+// api.Transfers.
+package wrong
+
+// ============================================================
+//  BROKEN ON PURPOSE. Everything in this file is wrong, each
+//  piece in one of the ways the lesson's table of mistakes
+//  lists. The correct code is idem.Store and api.Transfers.
+// ============================================================
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
+)
+
+// Server is a mistake that `bank serve --break NAME` (and so `bank
+// torture --break` and the mistakes that start bank serve) runs with, on
+// real servers.
+type Server struct {
+	Name    string
+	Summary string
+	New     func(db idem.DB, ttl time.Duration) api.Handler
+}
+
+// Servers is the one table --break resolves its names through.
+var Servers = []Server{
+	{"memory-keys", "keys in a map in each server's memory: lost on restart, not shared",
+		func(db idem.DB, _ time.Duration) api.Handler { return &MemoryKeys{DB: db} }},
+	{"no-keys", "the Idempotency-Key ignored: every delivery is a new transfer",
+		func(db idem.DB, _ time.Duration) api.Handler { return NoKeys{DB: db} }},
+	{"no-fencing", "locks that expire, with no fencing token",
+		func(db idem.DB, ttl time.Duration) api.Handler {
+			return &LeakyStore{DB: db, Mistake: NoFencing, TTL: ttl}
+		}},
+	{"no-lock-expiry", "locks that never expire: a crashed request's key is stuck for ever",
+		func(db idem.DB, ttl time.Duration) api.Handler {
+			return &LeakyStore{DB: db, Mistake: NoExpiry, TTL: ttl}
+		}},
+	{"second-transaction", "the answer stored in a transaction of its own, after the transfer's commit",
+		func(db idem.DB, ttl time.Duration) api.Handler {
+			return &LeakyStore{DB: db, Mistake: SecondTransaction, TTL: ttl}
+		}},
+	{"replay-500", "a server error stored under the key and replayed to every retry",
+		func(db idem.DB, ttl time.Duration) api.Handler {
+			return &LeakyStore{DB: db, Mistake: StoreFailures, TTL: ttl}
+		}},
+}
+
+// Lookup finds a broken server by name.
+func Lookup(name string) (Server, bool) {
+	for _, b := range Servers {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Server{}, false
+}
+
+// Names lists the broken servers' names, in the table's order.
+func Names() []string {
+	names := make([]string, len(Servers))
+	for i, b := range Servers {
+		names[i] = b.Name
+	}
+	return names
+}
+
+func randomLock() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// TransferOnce makes the transfer in a transaction of its own, and
+// nothing else: no key is looked at.
+func TransferOnce(ctx context.Context, db idem.DB, c api.Call) (idem.Response, error) {
+	var o bank.Outcome
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) (err error) {
+		o, err = bank.Transfer(ctx, tx, c.UserID, c.Body)
+		return err
+	})
+	return idem.Response{Status: o.Status, Body: o.Body()}, err
+}
+
+// NoKeys ignores the Idempotency-Key: every delivery is a new transfer.
+type NoKeys struct{ DB idem.DB }
+
+func (n NoKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	return TransferOnce(ctx, n.DB, c)
+}
+
+// KeyMistake is the rule StoredKeys gets wrong.
+type KeyMistake int
+
+const (
+	Unscoped      KeyMistake = iota + 1 // keys looked up without their user
+	NoFingerprint                       // whatever was stored under the key is replayed, whatever the request
+	Replay500                           // server errors are stored and replayed as final
+)
+
+// StoredKeys keeps keys in a table, but gets one rule wrong.
+type StoredKeys struct {
+	DB      idem.DB
+	Mistake KeyMistake
+}
+
+func (s *StoredKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	user := c.UserID
+	if s.Mistake == Unscoped {
+		user = 0 // every user shares one key space
+	}
+	var status int
+	var body []byte
+	err := s.DB.QueryRow(ctx, "SELECT response_status, response_body FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status = 'completed'",
+		user, c.Key).Scan(&status, &body)
+	if err == nil {
+		return idem.Response{Status: status, Body: body, Replayed: true}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return idem.Response{}, err
+	}
+	var resp idem.Response
+	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
+		o, err := bank.Transfer(ctx, tx, c.UserID, c.Body)
+		if err != nil {
+			return err
+		}
+		resp = idem.Response{Status: o.Status, Body: o.Body()}
+		_, err = tx.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, response_status, response_body, created_at)
+			VALUES ($1, $2, '', 'completed', $3, $4::jsonb, $5)`, user, c.Key, resp.Status, string(resp.Body), c.Now)
+		return err
+	})
+	if err != nil && s.Mistake == Replay500 {
+		// The outage's answer is stored as if it were final.
+		resp = idem.Problem(500, "internal_error", "something went wrong")
+		_, err = s.DB.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, response_status, response_body, created_at)
+			VALUES ($1, $2, '', 'completed', 500, $3::jsonb, $4)`, user, c.Key, string(resp.Body), c.Now)
+	}
+	return resp, err
+}
+
+// LockMistake is the rule LeakyStore leaves out.
+type LockMistake int
+
+const (
+	NoExpiry          LockMistake = iota + 1 // a lock is for ever: no retry may take it over
+	NoFencing                                // a key is completed without checking that the lock is still ours
+	SecondTransaction                        // the response is stored in a transaction of its own, after the transfer's
+	StoreFailures                            // an unexpected error is stored under the key as its answer, and replayed
+)
+
+// LeakyStore is the lesson's key store with one rule left out.
+type LeakyStore struct {
+	DB      idem.DB
+	Mistake LockMistake
+	TTL     time.Duration
+	// Hooks.BeforeStore runs before the response is stored: inside the
+	// transaction, or, for SecondTransaction, between the two commits.
+	Hooks   api.Hooks
+	holding atomic.Int64
+}
+
+// Holding is how many requests hold a claimed key right now.
+func (s *LeakyStore) Holding() int64 { return s.holding.Load() }
+
+func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	if !idem.ValidKey(c.Key) {
+		return idem.KeyRequired(), nil
+	}
+	hash, err := idem.Fingerprint("POST", "/transfers", c.Body)
+	if err != nil {
+		return idem.Problem(400, "invalid_json", "the body is not valid JSON"), nil
+	}
+	lock := randomLock()
+	until := c.Now.Add(s.TTL)
+	var claimed bool
+	err = s.DB.QueryRow(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+		VALUES ($1, $2, $3, 'in_progress', $4, $5, $6) ON CONFLICT DO NOTHING RETURNING true`,
+		c.UserID, c.Key, hash, lock, until, c.Now).Scan(&claimed)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return idem.Response{}, err
+	}
+	if !claimed {
+		var status, prevHash string
+		var code *int
+		var body []byte
+		if err := s.DB.QueryRow(ctx, "SELECT status, request_hash, response_status, response_body FROM idempotency_keys WHERE user_id = $1 AND key = $2",
+			c.UserID, c.Key).Scan(&status, &prevHash, &code, &body); err != nil {
+			return idem.Response{}, err
+		}
+		if prevHash != hash {
+			return idem.KeyReused(), nil
+		}
+		if status == "completed" {
+			return idem.Response{Status: *code, Body: body, Replayed: true}, nil
+		}
+		takeover := "locked_until < $4"
+		if s.Mistake == NoExpiry {
+			takeover = "false AND $4::timestamptz IS NULL" // a lock is for ever
+		}
+		tag, err := s.DB.Exec(ctx, `UPDATE idempotency_keys SET lock_id = $3, locked_until = $5
+			WHERE user_id = $1 AND key = $2 AND status = 'in_progress' AND `+takeover, c.UserID, c.Key, lock, c.Now, until)
+		if err != nil {
+			return idem.Response{}, err
+		}
+		if tag.RowsAffected() == 0 {
+			return idem.InProgress(), nil
+		}
+	}
+	complete := `UPDATE idempotency_keys SET status = 'completed', response_status = $4, response_body = $5::jsonb
+		WHERE user_id = $1 AND key = $2 AND lock_id = $3`
+	if s.Mistake == NoFencing {
+		complete = `UPDATE idempotency_keys SET status = 'completed', response_status = $4, response_body = $5::jsonb
+		WHERE user_id = $1 AND key = $2 AND $3::text IS NOT NULL` // whoever finishes, wins
+	}
+	var resp idem.Response
+	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
+		s.holding.Add(1)
+		defer s.holding.Add(-1)
+		if s.Hooks.AfterClaim != nil {
+			s.Hooks.AfterClaim(ctx)
+		}
+		o, err := bank.Transfer(ctx, tx, c.UserID, c.Body)
+		if err != nil {
+			return err
+		}
+		resp = idem.Response{Status: o.Status, Body: o.Body()}
+		if s.Mistake == SecondTransaction {
+			return nil
+		}
+		if s.Hooks.BeforeStore != nil {
+			s.Hooks.BeforeStore(ctx)
+		}
+		tag, err := tx.Exec(ctx, complete, c.UserID, c.Key, lock, resp.Status, string(resp.Body))
+		if err == nil && tag.RowsAffected() == 0 {
+			err = idem.ErrLockLost
+		}
+		return err
+	})
+	if err != nil && s.Mistake == StoreFailures {
+		// The failure says nothing about the request, yet it is stored as
+		// the request's answer: every retry of this key now gets it back.
+		resp = idem.Problem(500, "internal_error", "something went wrong")
+		if _, serr := s.DB.Exec(ctx, complete, c.UserID, c.Key, lock, resp.Status, string(resp.Body)); serr != nil {
+			return idem.Response{}, errors.Join(err, serr)
+		}
+		return resp, nil
+	}
+	if err != nil || s.Mistake != SecondTransaction {
+		return resp, err
+	}
+	if s.Hooks.BeforeStore != nil {
+		s.Hooks.BeforeStore(ctx)
+	}
+	_, err = s.DB.Exec(ctx, complete, c.UserID, c.Key, lock, resp.Status, string(resp.Body))
+	return resp, err
+}
+
+// MemoryKeys (bank serve --break memory-keys) keeps keys in a map in this process: gone when the process
+// restarts, and invisible to the other copies of the server. Everything
+// else it does right (a key required, a fingerprint, one copy at a time),
+// so that the memory is the only thing wrong with it.
+type MemoryKeys struct {
+	DB   idem.DB
+	mu   sync.Mutex
+	seen map[string]*memoryKey
+}
+
+type memoryKey struct {
+	hash string
+	resp idem.Response
+	done bool
+}
+
+func (m *MemoryKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	if !idem.ValidKey(c.Key) {
+		return idem.KeyRequired(), nil
+	}
+	hash, err := idem.Fingerprint("POST", "/transfers", c.Body)
+	if err != nil {
+		return idem.Problem(400, "invalid_json", "the body is not valid JSON"), nil
+	}
+	id := fmt.Sprint(c.UserID, "/", c.Key)
+	m.mu.Lock()
+	prev, ok := m.seen[id]
+	if !ok {
+		if m.seen == nil {
+			m.seen = map[string]*memoryKey{}
+		}
+		m.seen[id] = &memoryKey{hash: hash}
+	}
+	m.mu.Unlock()
+	switch {
+	case ok && prev.hash != hash:
+		return idem.KeyReused(), nil
+	case ok && !prev.done:
+		return idem.InProgress(), nil
+	case ok:
+		resp := prev.resp
+		resp.Replayed = true
+		return resp, nil
+	}
+	resp, err := TransferOnce(ctx, m.DB, c)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil || resp.Status >= 500 {
+		delete(m.seen, id) // free for a retry
+	} else {
+		m.seen[id].resp, m.seen[id].done = resp, true
+	}
+	return resp, err
+}
