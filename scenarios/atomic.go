@@ -41,6 +41,7 @@ var Atomic = &lab.Scenario{
 		} else if err != nil {
 			return err
 		}
-		return lab.Balances(ctx, "after:")
+		lab.Balances(ctx, "after:")
+		return nil
 	},
 }

@@ -31,44 +31,29 @@ var Consumer = &lab.Scenario{
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		queue := lab.Queue()
 		points := func(account, per int64) func(context.Context) (int, error) {
-			return func(ctx context.Context) (int, error) {
-				var p int64
-				err := lab.DB.QueryRow(ctx, "SELECT COALESCE((SELECT points FROM rewards WHERE account_id = $1), 0)", account).Scan(&p)
-				return int(p / per), err
-			}
+			return lab.Counting("SELECT COALESCE((SELECT points FROM rewards WHERE account_id = $1), 0) / $2", account, per)
 		}
-		send := func(user int64, body string) error {
-			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-				o, err := bank.Transfer(ctx, tx, user, []byte(body))
-				if err != nil || o.Receipt == nil {
-					return fmt.Errorf("transfer: %v %s", err, o.Label())
-				}
-				msg, _ := json.Marshal(o.Receipt)
-				queue.Publish(fmt.Sprintf("transfer-%d", o.Receipt.TransferID), string(msg))
-				lab.Say("transfer %d made; event transfer-%d published", o.Receipt.TransferID, o.Receipt.TransferID)
+		send := func(user int64, body string) {
+			lab.Must(pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
+				r := receipt(lab)(bank.Transfer(ctx, tx, user, []byte(body)))
+				msg, _ := json.Marshal(r)
+				queue.Publish(fmt.Sprintf("transfer-%d", r.TransferID), string(msg))
+				lab.Say("transfer %d made; event transfer-%d published", r.TransferID, r.TransferID)
 				return nil
-			})
+			}))
 		}
 
 		lab.Part("broken: no record of processed events")
 		lab.Intent("Ada's ₦10,000 transfer", 1, 2, 1_000_000, 1)
 		lab.Effect("Ada's 10 points for it", 1, points(1, 10)).ShownBroken()
-		if err := send(1, adaPaysBola); err != nil {
-			return err
-		}
-		if err := consume(ctx, lab, queue, "points only", true, rewardWithoutRecord); err != nil {
-			return err
-		}
-		if err := consume(ctx, lab, queue, "points only", false, rewardWithoutRecord); err != nil {
-			return err
-		}
+		send(1, adaPaysBola)
+		consume(ctx, lab, queue, "points only", true, rewardWithoutRecord)
+		consume(ctx, lab, queue, "points only", false, rewardWithoutRecord)
 
 		lab.Part("safe: processed_events")
 		lab.Intent("Bola's ₦2,000 transfer", 2, 1, 200_000, 1)
 		lab.Effect("Bola's 2 points for it", 1, points(2, 2))
-		if err := send(2, `{"from": 2, "to": 1, "amountKobo": 200000}`); err != nil {
-			return err
-		}
+		send(2, `{"from": 2, "to": 1, "amountKobo": 200000}`)
 		safe := func(ctx context.Context, tx pgx.Tx, id string, r bank.Receipt) (bool, error) {
 			first, err := idem.FirstDelivery(ctx, tx, idem.Delivery{Consumer: "rewards", EventID: id, Now: lab.Clock.Now()})
 			if err != nil || !first {
@@ -76,16 +61,13 @@ var Consumer = &lab.Scenario{
 			}
 			return true, bank.Reward(ctx, tx, r.From, r.AmountKobo/100_000)
 		}
-		if err := consume(ctx, lab, queue, "with processed_events", true, safe); err != nil {
-			return err
-		}
-		if err := consume(ctx, lab, queue, "with processed_events", false, safe); err != nil {
-			return err
-		}
+		consume(ctx, lab, queue, "with processed_events", true, safe)
+		consume(ctx, lab, queue, "with processed_events", false, safe)
 		var ada, bola int64
-		lab.DB.QueryRow(ctx, "SELECT COALESCE((SELECT points FROM rewards WHERE account_id = 1), 0), COALESCE((SELECT points FROM rewards WHERE account_id = 2), 0)").Scan(&ada, &bola)
+		lab.Query(ctx, "SELECT COALESCE((SELECT points FROM rewards WHERE account_id = 1), 0), COALESCE((SELECT points FROM rewards WHERE account_id = 2), 0)", nil, &ada, &bola)
 		lab.Say("points: Ada %d (for ₦10,000 sent), Bola %d (for ₦2,000 sent)", ada, bola)
-		return lab.Balances(ctx, "")
+		lab.Balances(ctx, "")
+		return nil
 	},
 }
 
@@ -93,33 +75,26 @@ type effect func(ctx context.Context, tx pgx.Tx, id string, r bank.Receipt) (app
 
 // consume runs one consumer over the pending messages; crash makes it die
 // after each effect commits and before it acknowledges.
-func consume(ctx context.Context, lab *lab.Lab, q *lab.Queue, name string, crash bool, apply effect) error {
+func consume(ctx context.Context, lab *lab.Lab, q *lab.Queue, name string, crash bool, apply effect) {
 	for _, id := range q.Pending() {
-		body := q.Body(id)
 		var r bank.Receipt
-		if err := json.Unmarshal([]byte(body), &r); err != nil {
-			return err
-		}
+		lab.Must(json.Unmarshal([]byte(q.Body(id)), &r))
 		var applied bool
-		err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
+		lab.Must(pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
 			applied, err = apply(ctx, tx, id, r)
 			return err
-		})
-		if err != nil {
-			return err
-		}
+		}))
 		what := "effect already applied, nothing done"
 		if applied {
 			what = fmt.Sprintf("+%d points for account %d", r.AmountKobo/100_000, r.From)
 		}
 		if crash {
 			lab.Say("consumer (%s) got %s: %s; crashed before acknowledging", name, id, what)
-			return nil
+			return
 		}
 		q.Ack(id)
 		lab.Say("consumer (%s) got %s again: %s; acknowledged", name, id, what)
 	}
-	return nil
 }
 
 // rewardWithoutRecord is BROKEN ON PURPOSE: it applies every delivery.

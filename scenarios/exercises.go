@@ -24,17 +24,13 @@ var Ship = &lab.Scenario{
 	Summary: "exercise: a naturally idempotent update, mark an order shipped",
 	Section: "Practice: naturally idempotent",
 	Run: func(ctx context.Context, lab *lab.Lab) error {
-		if _, err := lab.DB.Exec(ctx, bank.OrdersSchema+"; INSERT INTO orders VALUES (1, 'paid'), (2, 'cancelled')"); err != nil {
-			return err
-		}
+		lab.Exec(ctx, bank.OrdersSchema+"; INSERT INTO orders VALUES (1, 'paid'), (2, 'cancelled')")
 		lab.Effect("order 1 shipped", 1, orderIs(lab, 1, "shipped"))
 		lab.Effect("order 2, cancelled, shipped", 0, orderIs(lab, 2, "shipped"))
 		lab.Step("mark shipped")
 		for _, id := range []int64{1, 1, 2, 3} {
 			said, err := bank.MarkShipped(ctx, lab.DB, id)
-			if err != nil {
-				return err
-			}
+			lab.Must(err)
 			lab.Say("%s", said)
 		}
 		return nil
@@ -42,10 +38,7 @@ var Ship = &lab.Scenario{
 }
 
 func orderIs(lab *lab.Lab, id int64, status string) func(context.Context) (int, error) {
-	return func(ctx context.Context) (n int, err error) {
-		err = lab.DB.QueryRow(ctx, "SELECT count(*) FROM orders WHERE id = $1 AND status = $2", id, status).Scan(&n)
-		return n, err
-	}
+	return lab.Counting("SELECT count(*) FROM orders WHERE id = $1 AND status = $2", id, status)
 }
 
 // Cleanup: the nightly job over three keys, as in the exercise: a
@@ -58,24 +51,15 @@ var Cleanup = &lab.Scenario{
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		now := time.Date(2026, 9, 24, 3, 0, 0, 0, time.UTC)
 		ago := func(h int) time.Time { return now.Add(-time.Duration(h) * time.Hour) }
-		_, err := lab.DB.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at) VALUES
+		lab.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at) VALUES
 			(1, 'old-completed', 'h', 'completed', NULL, NULL, $1),
 			(1, 'new-completed', 'h', 'completed', NULL, NULL, $2),
 			(1, 'old-stuck', 'h', 'in_progress', 'lock-1', $3, $1)`, ago(48), ago(1), ago(47))
-		if err != nil {
-			return err
-		}
 		lab.Step("the nightly job")
 		deleted, err := idem.Prune(ctx, lab.DB, ago(24), now)
-		if err != nil {
-			return err
-		}
-		kept, err := keys(ctx, lab)
-		if err != nil {
-			return err
-		}
+		lab.Must(err)
 		lab.Say("deleted: %s", NodeList(deleted))
-		lab.Say("kept: %s", NodeList(kept))
+		lab.Say("kept: %s", NodeList(keys(ctx, lab)))
 		return nil
 	},
 }

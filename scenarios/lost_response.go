@@ -64,6 +64,7 @@ never arrived and one that failed all look the same.
 			lab.Reply(r, "attempt %d: %d", attempt, r.Status)
 			break
 		}
-		return lab.Balances(ctx, "")
+		lab.Balances(ctx, "")
+		return nil
 	},
 }

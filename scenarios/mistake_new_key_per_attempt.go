@@ -37,6 +37,7 @@ var NewKeyPerAttempt = &lab.Mistake{
 			}
 			lab.Reply(r, "attempt 2: %d %s%s", r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 		}
-		return lab.Balances(ctx, "")
+		lab.Balances(ctx, "")
+		return nil
 	},
 }

@@ -38,43 +38,24 @@ var Outbox = &lab.Scenario{
 		lab.Part("broken: send inside the transaction")
 		lab.Intent("the ₦10,000 transfer whose commit failed", 1, 2, 1_000_000, 0)
 		lab.Effect("the SMS for the failed ₦10,000 transfer", 0, delivered("Ada: You sent ₦10,000 to Bola")).ShownBroken()
-		app, err := lab.Session(ctx)
-		if err != nil {
-			return err
-		}
-		if err := sendInsideTransaction(ctx, lab, app, sms); err != nil {
-			return err
-		}
-		if err := lab.Balances(ctx, ""); err != nil {
-			return err
-		}
+		rolledBack := sendInsideTransaction(ctx, lab, lab.Session(ctx), sms)
+		lab.Balances(ctx, "")
 
 		lab.Part("broken: send after the commit")
 		lab.Intent("the ₦2,000 transfer", 1, 2, 200_000, 1)
 		lab.Effect("the SMS for the ₦2,000 transfer", 1, delivered("Ada: You sent ₦2,000 to Bola")).ShownBroken()
-		if err := sendAfterCommit(ctx, lab); err != nil {
-			return err
-		}
+		id := transferOnItsOwn(ctx, lab, `{"from": 1, "to": 2, "amountKobo": 200000}`, nil)
+		lab.Say("transfer %d (₦2,000 to Bola) committed; the server crashed before sending its SMS", id)
 
 		lab.Part("safe: the outbox")
 		lab.Intent("the ₦5,000 transfer", 1, 2, 500_000, 1)
 		lab.Effect("the SMS for the ₦5,000 transfer", 1, delivered("Ada: You sent ₦5,000 to Bola"))
-		err = pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-			o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 500000}`))
-			if err != nil || o.Receipt == nil {
-				return errors.Join(err, fmt.Errorf("transfer refused: %s", o.Label()))
-			}
-			lab.Say("transfer %d (%s to Bola) and its outbox message committed together", o.Receipt.TransferID, bank.Naira(o.Receipt.AmountKobo))
-			return bank.Notice(ctx, tx, *o.Receipt)
+		transferOnItsOwn(ctx, lab, `{"from": 1, "to": 2, "amountKobo": 500000}`, func(tx pgx.Tx, r bank.Receipt) error {
+			lab.Say("transfer %d (%s to Bola) and its outbox message committed together", r.TransferID, bank.Naira(r.AmountKobo))
+			return bank.Notice(ctx, tx, r)
 		})
-		if err != nil {
-			return err
-		}
-		worker1, err := lab.Session(ctx)
-		if err != nil {
-			return err
-		}
-		_, err = bank.DeliverOne(ctx, worker1, func(ctx context.Context, m bank.Message) error {
+		worker1 := lab.Session(ctx)
+		_, err := bank.DeliverOne(ctx, worker1, func(ctx context.Context, m bank.Message) error {
 			sms.Send(m.Key(), m.Recipient, m.Text)
 			lab.Say("worker 1 sent message %d (key %s), then its connection died before marking it sent", m.ID, m.Key())
 			return lab.KillSession(ctx, worker1)
@@ -95,55 +76,46 @@ var Outbox = &lab.Scenario{
 				lab.Say("worker 2: the outbox is empty")
 				break
 			}
-			if err != nil {
-				return err
-			}
+			lab.Must(err)
 		}
 		lab.Say("SMS delivered for the ₦5,000 transfer: %d", sms.Count("Ada: You sent ₦5,000 to Bola"))
-		lab.Say("transfers standing: 2 and 3; the ₦10,000 one (id 1) was rolled back")
-		return lab.Balances(ctx, "")
+		var standing string
+		lab.Query(ctx, "SELECT string_agg(id::text, ' and ' ORDER BY id) FROM transfers", nil, &standing)
+		lab.Say("transfers standing: %s; the ₦10,000 one (id %d) was rolled back", standing, rolledBack)
+		lab.Balances(ctx, "")
+		return nil
 	},
 }
 
 // sendInsideTransaction is BROKEN ON PURPOSE: the SMS leaves before the
-// commit, and the commit then fails.
-func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms *lab.SMSProvider) error {
+// commit, and the commit then fails. It returns the id the transfer took
+// before its rollback.
+func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms *lab.SMSProvider) int64 {
 	tx, err := app.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	o, err := bank.Transfer(ctx, tx, 1, []byte(adaPaysBola))
-	if err != nil {
-		return err
-	}
-	sms.Send("", "Ada", fmt.Sprintf("You sent %s to Bola", bank.Naira(o.Receipt.AmountKobo)))
+	lab.Must(err)
+	r := receipt(lab)(bank.Transfer(ctx, tx, 1, []byte(adaPaysBola)))
+	sms.Send("", "Ada", fmt.Sprintf("You sent %s to Bola", bank.Naira(r.AmountKobo)))
 	lab.Say("SMS sent: \"You sent ₦10,000 to Bola\" (before COMMIT)")
-	if err := lab.KillSession(ctx, app); err != nil {
-		return err
+	lab.Must(lab.KillSession(ctx, app))
+	if tx.Commit(ctx) == nil {
+		lab.Must(errors.New("the commit should have failed"))
 	}
-	if err := tx.Commit(ctx); err != nil {
-		lab.Say("COMMIT failed: the connection to the database was lost; the transfer rolled back")
-	} else {
-		return errors.New("the commit should have failed")
-	}
+	lab.Say("COMMIT failed: the connection to the database was lost; the transfer rolled back")
 	lab.Say("SMS delivered for a transfer that never happened: %d", sms.Count("Ada: You sent ₦10,000 to Bola"))
-	return nil
+	return r.TransferID
 }
 
-// sendAfterCommit is BROKEN ON PURPOSE: the SMS would be sent after the
-// commit, and the server dies in between.
-func sendAfterCommit(ctx context.Context, lab *lab.Lab) error {
+// transferOnItsOwn makes one transfer in a transaction of its own, with
+// also (when not nil) in the same transaction, and returns its id.
+func transferOnItsOwn(ctx context.Context, lab *lab.Lab, body string, also func(pgx.Tx, bank.Receipt) error) int64 {
 	var id int64
-	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-		o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`))
-		if o.Receipt != nil {
-			id = o.Receipt.TransferID
+	lab.Must(pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
+		r := receipt(lab)(bank.Transfer(ctx, tx, 1, []byte(body)))
+		id = r.TransferID
+		if also == nil {
+			return nil
 		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	lab.Say("transfer %d (₦2,000 to Bola) committed; the server crashed before sending its SMS", id)
-	return nil
+		return also(tx, r)
+	}))
+	return id
 }

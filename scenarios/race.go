@@ -31,48 +31,25 @@ var Race = &lab.Scenario{
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's two top-ups of Bola, ₦10,000 each", 1, 2, 1_000_000, 2)
 		lab.Intent("the two races' ₦10,000 from Bola: one each gets through", 2, 1, 1_000_000, 2)
-		a, err := lab.Session(ctx)
-		if err != nil {
-			return err
-		}
-		b, err := lab.Session(ctx)
-		if err != nil {
-			return err
-		}
-		topUp := func() error {
-			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-				_, err := bank.Transfer(ctx, tx, 1, []byte(adaPaysBola))
-				return err
-			})
-		}
+		a, b := lab.Session(ctx), lab.Session(ctx)
+		topUp := func() { transferOnItsOwn(ctx, lab, adaPaysBola, nil) }
 
 		lab.Part("broken: read, check, then write")
-		if err := topUp(); err != nil {
-			return err
-		}
+		topUp()
 		lab.Say("Ada sends Bola ₦10,000: Bola has %s", bolaHas(ctx, lab))
-		txA, txB, err := begin2(ctx, a, b)
-		if err != nil {
-			return err
-		}
+		txA, txB := begin(ctx, lab, a), begin(ctx, lab, b)
 		for _, s := range []struct {
 			name string
 			tx   pgx.Tx
 		}{{"A", txA}, {"B", txB}} {
 			var balance int64
-			if err := s.tx.QueryRow(ctx, "SELECT balance_kobo FROM accounts WHERE id = 2").Scan(&balance); err != nil {
-				return err
-			}
+			lab.Must(s.tx.QueryRow(ctx, "SELECT balance_kobo FROM accounts WHERE id = 2").Scan(&balance))
 			lab.Say("transfer %s reads Bola's balance: %s; ₦10,000 is fine", s.name, bank.Naira(balance))
 		}
-		if err := checkedDebit(ctx, txA); err != nil {
-			return err
-		}
-		if err := txA.Commit(ctx); err != nil {
-			return err
-		}
+		lab.Must(checkedDebit(ctx, txA))
+		lab.Must(txA.Commit(ctx))
 		lab.Say("transfer A debits ₦10,000 and commits: Bola has %s", bolaHas(ctx, lab))
-		err = checkedDebit(ctx, txB)
+		err := checkedDebit(ctx, txB)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
 			return fmt.Errorf("the second debit should have been refused, got %v", err)
@@ -82,17 +59,12 @@ var Race = &lab.Scenario{
 		lab.Say("  (SQLSTATE %s: the CHECK constraint is the last line of defence)", pgErr.Code)
 
 		lab.Part("safe: lock the row, check and debit as one")
-		if err := topUp(); err != nil {
-			return err
-		}
+		topUp()
 		lab.Say("Ada sends Bola ₦10,000 again: Bola has %s", bolaHas(ctx, lab))
-		if txA, txB, err = begin2(ctx, a, b); err != nil {
-			return err
-		}
-		first, err := bank.Transfer(ctx, txA, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
-		if err != nil {
-			return err
-		}
+		txA, txB = begin(ctx, lab, a), begin(ctx, lab, b)
+		bolaPaysAda := []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`)
+		first, err := bank.Transfer(ctx, txA, 2, bolaPaysAda)
+		lab.Must(err)
 		lab.Say("transfer A locks Bola's row and debits: %d %s, not yet committed", first.Status, first.Label())
 		type result struct {
 			o   bank.Outcome
@@ -100,40 +72,26 @@ var Race = &lab.Scenario{
 		}
 		second := make(chan result, 1)
 		go func() {
-			o, err := bank.Transfer(ctx, txB, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
+			o, err := bank.Transfer(ctx, txB, 2, bolaPaysAda)
 			second <- result{o, err}
 		}()
-		if err := lab.WaitBlocked(ctx, b, a); err != nil {
-			return err
-		}
+		lab.WaitBlocked(ctx, b, a)
 		lab.Say("transfer B waits for Bola's row (pg_blocking_pids shows B blocked by A)")
-		if err := txA.Commit(ctx); err != nil {
-			return err
-		}
+		lab.Must(txA.Commit(ctx))
 		r := <-second
-		if r.err != nil {
-			return r.err
-		}
-		if err := txB.Commit(ctx); err != nil {
-			return err
-		}
+		lab.Must(r.err)
+		lab.Must(txB.Commit(ctx))
 		lab.Reply(outcome(r.o), "A commits; B runs on the new balance: %d %s", r.o.Status, r.o.Label())
-		return lab.Balances(ctx, "")
+		lab.Balances(ctx, "")
+		return nil
 	},
 }
 
-// begin2 opens a transaction on each of two sessions.
-func begin2(ctx context.Context, a, b *pgx.Conn) (pgx.Tx, pgx.Tx, error) {
-	txA, err := a.Begin(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	txB, err := b.Begin(ctx)
-	if err != nil {
-		txA.Rollback(ctx)
-		return nil, nil, err
-	}
-	return txA, txB, nil
+// begin opens a transaction on a session.
+func begin(ctx context.Context, lab *lab.Lab, session *pgx.Conn) pgx.Tx {
+	tx, err := session.Begin(ctx)
+	lab.Must(err)
+	return tx
 }
 
 // checkedDebit is BROKEN ON PURPOSE: it writes on a decision made from an
@@ -149,10 +107,9 @@ func checkedDebit(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// balanceOf reads an account's committed balance (0 if it cannot).
-func balanceOf(ctx context.Context, lab *lab.Lab, id int64) (kobo int64) {
-	lab.DB.QueryRow(ctx, "SELECT balance_kobo FROM accounts WHERE id = $1", id).Scan(&kobo)
-	return kobo
+// balanceOf reads an account's committed balance.
+func balanceOf(ctx context.Context, lab *lab.Lab, id int64) int64 {
+	return lab.Count(ctx, "SELECT balance_kobo FROM accounts WHERE id = $1", id)
 }
 
 func bolaHas(ctx context.Context, lab *lab.Lab) string { return bank.Naira(balanceOf(ctx, lab, 2)) }

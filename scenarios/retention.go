@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
@@ -34,92 +35,58 @@ var Retention = &lab.Scenario{
 		bola := api.Call{UserID: 2, Key: "bola-offline-000000001", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
 		lab.Intent("Ada's ₦10,000 intent", 1, 2, 1_000_000, 1).ShownBroken()
 		lab.Intent("Bola's ₦1,000 intent", 2, 1, 100_000, 1)
-		send := func(who string, c api.Call) error {
+		send := func(who string, c api.Call) {
 			c.Now = lab.Clock.Now()
-			r, err := h.Handle(ctx, c)
-			if err != nil {
-				return err
-			}
+			r := h.Send(ctx, c)
 			lab.Reply(r, "%s %s: %d %s%s", lab.Clock.Now().Format("Jan 2 15:04"), who, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
-			return nil
+		}
+		// cleanUp deletes the keys older than window: which it deleted,
+		// and which are kept.
+		cleanUp := func(window time.Duration) (deleted, kept string) {
+			now := lab.Clock.Now()
+			gone, err := idem.Prune(ctx, lab.DB, now.Add(-window), now)
+			lab.Must(err)
+			return list(gone), list(keys(ctx, lab))
 		}
 
 		lab.Step("day one")
 		lab.Clock.At(0)
-		if err := send("Ada's key", ada); err != nil {
-			return err
-		}
-		if err := send("Bola's key", bola); err != nil {
-			return err
-		}
+		send("Ada's key", ada)
+		send("Bola's key", bola)
 
 		lab.Step("next day")
 		now := lab.Clock.At(25 * time.Hour)
-		_, err := lab.DB.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
+		lab.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
 			VALUES (3, 'chidi-slow-000000000001', 'h', 'in_progress', 'taken-over', $1, $2)`, now.Add(20*time.Second), now.Add(-30*time.Hour))
-		if err != nil {
-			return err
-		}
 		lab.Say("Chidi's key: in progress since yesterday, its lock taken over 10 s ago by a retry")
-		for _, window := range []time.Duration{48 * time.Hour, 24 * time.Hour} {
-			deleted, err := idem.Prune(ctx, lab.DB, now.Add(-window), now)
-			if err != nil {
-				return err
-			}
-			kept, err := keys(ctx, lab)
-			if err != nil {
-				return err
-			}
-			lab.Say("clean-up, keeping %d h: deleted %s; kept %s", int(window.Hours()), list(deleted), list(kept))
-			if window == 48*time.Hour {
-				lab.Step("late retries")
-				if err := send("Bola's phone retries", bola); err != nil {
-					return err
-				}
-			}
-		}
-		if err := send("Ada's phone retries", ada); err != nil {
-			return err
-		}
+		deleted, kept := cleanUp(48 * time.Hour)
+		lab.Say("clean-up, keeping 48 h: deleted %s; kept %s", deleted, kept)
+		lab.Step("late retries")
+		send("Bola's phone retries", bola)
+		deleted, kept = cleanUp(24 * time.Hour)
+		lab.Say("clean-up, keeping 24 h: deleted %s; kept %s", deleted, kept)
+		send("Ada's phone retries", ada)
 
 		// The outline keeps keys from 24 hours to 30 days: the longer end
 		// covers a phone that stays off for days.
 		lab.Part("keys kept 30 days, the outline's longer end")
 		bola2 := api.Call{UserID: 2, Key: "bola-offline-000000002", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 50000}`)}
 		lab.Intent("Bola's ₦500 intent", 2, 1, 50_000, 1)
-		if err := send("Bola's key", bola2); err != nil {
-			return err
-		}
-		later := lab.Clock.At(25*time.Hour + 10*24*time.Hour)
-		deleted, err := idem.Prune(ctx, lab.DB, later.Add(-30*24*time.Hour), later)
-		if err != nil {
-			return err
-		}
-		kept, err := keys(ctx, lab)
-		if err != nil {
-			return err
-		}
-		lab.Say("ten days on, clean-up keeping 30 days: deleted %s; kept %s", list(deleted), list(kept))
-		if err := send("Bola's phone, off for ten days, retries", bola2); err != nil {
-			return err
-		}
-		return lab.Balances(ctx, "")
+		send("Bola's key", bola2)
+		lab.Clock.At(25*time.Hour + 10*24*time.Hour)
+		deleted, kept = cleanUp(30 * 24 * time.Hour)
+		lab.Say("ten days on, clean-up keeping 30 days: deleted %s; kept %s", deleted, kept)
+		send("Bola's phone, off for ten days, retries", bola2)
+		lab.Balances(ctx, "")
+		return nil
 	},
 }
 
-func keys(ctx context.Context, lab *lab.Lab) ([]string, error) {
+// keys are the idempotency keys the bank holds, in order.
+func keys(ctx context.Context, lab *lab.Lab) []string {
 	rows, err := lab.DB.Query(ctx, "SELECT key FROM idempotency_keys ORDER BY key")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	lab.Must(err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	lab.Must(err)
+	return out
 }

@@ -41,6 +41,7 @@ var RetrySafe = &lab.Scenario{
 			lab.Reply(resp, "attempt %d: %d%s %s", attempt, resp.Status, replayedNote(resp.Replayed), nodeObject(resp.Body))
 			break
 		}
-		return lab.Balances(ctx, "")
+		lab.Balances(ctx, "")
+		return nil
 	},
 }

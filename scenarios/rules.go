@@ -52,6 +52,7 @@ var Rules = &lab.Scenario{
 			}
 			lab.Reply(outcome(o), "%-18s %d %s", r.label, o.Status, o.Label())
 		}
-		return lab.Balances(ctx, "")
+		lab.Balances(ctx, "")
+		return nil
 	},
 }

@@ -29,18 +29,13 @@ var Webhook = &lab.Scenario{
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		credits := func(source string) func(context.Context) (int, error) {
-			return func(ctx context.Context) (n int, err error) {
-				err = lab.DB.QueryRow(ctx, "SELECT count(*) FROM deposits WHERE source = $1", source).Scan(&n)
-				return n, err
-			}
+			return lab.Counting("SELECT count(*) FROM deposits WHERE source = $1", source)
 		}
 
 		lab.Part("broken: credit every delivery")
 		lab.Effect("payment pay_77 (₦5,000 to Bola) credited", 1, credits("pay_77")).ShownBroken()
 		broken := func(e providerEvent) (string, error) { return creditEveryDelivery(ctx, lab, e) }
-		if err := deliverFourWays(ctx, lab, broken, "evt_1001", "evt_1002", "pay_77", 2, 500_000); err != nil {
-			return err
-		}
+		deliverFourWays(ctx, lab, broken, "evt_1001", "evt_1002", "pay_77", 2, 500_000)
 
 		lab.Part("safe: record the event with the credit")
 		lab.Effect("payment pay_78 (₦3,000 to Ada) credited", 1, credits("pay_78"))
@@ -56,10 +51,9 @@ var Webhook = &lab.Scenario{
 			})
 			return outcome, err
 		}
-		if err := deliverFourWays(ctx, lab, safe, "evt_2001", "evt_2002", "pay_78", 1, 300_000); err != nil {
-			return err
-		}
-		return lab.Balances(ctx, "")
+		deliverFourWays(ctx, lab, safe, "evt_2001", "evt_2002", "pay_78", 1, 300_000)
+		lab.Balances(ctx, "")
+		return nil
 	},
 }
 
@@ -70,12 +64,10 @@ type providerEvent struct {
 
 // deliverFourWays delivers an event once, then twice at the same moment,
 // then a twin event with another id for the same payment.
-func deliverFourWays(ctx context.Context, lab *lab.Lab, handle func(providerEvent) (string, error), id, twin, object string, account, amount int64) error {
+func deliverFourWays(ctx context.Context, lab *lab.Lab, handle func(providerEvent) (string, error), id, twin, object string, account, amount int64) {
 	e := providerEvent{id, object, account, amount}
 	out, err := handle(e)
-	if err != nil {
-		return err
-	}
+	lab.Must(err)
 	lab.Say("delivery 1 of %s (%s, %s): %s", id, object, bank.Naira(amount), out)
 	var wg sync.WaitGroup
 	answers := make(chan string, 2)
@@ -93,17 +85,12 @@ func deliverFourWays(ctx context.Context, lab *lab.Lab, handle func(providerEven
 	close(answers)
 	close(errs)
 	for err := range errs {
-		if err != nil {
-			return err
-		}
+		lab.Must(err)
 	}
 	lab.Say("deliveries 2 and 3 of %s, at the same moment: %s", id, lab.Tally(answers))
 	out, err = handle(providerEvent{twin, object, account, amount})
-	if err != nil {
-		return err
-	}
+	lab.Must(err)
 	lab.Say("%s, a second event for %s payment.succeeded: %s", twin, object, out)
-	return nil
 }
 
 // creditEveryDelivery is BROKEN ON PURPOSE: it trusts every delivery to

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -12,9 +13,9 @@ import (
 	"github.com/zudojs/bank/scenarios/lab"
 )
 
-// The wording that several lessons share: how a reply, a replay, a retry,
-// a duration or a list reads in a transcript. One place, so that the same
-// thing is always said the same way.
+// What several lessons share: the lesson's request, and the wording of a
+// reply, a replay, a retry, a duration or a list in a transcript. One
+// place, so that the same thing is always said the same way.
 
 func replayedWord(replayed bool) string {
 	if replayed {
@@ -49,6 +50,18 @@ var (
 // answer is what the app received, as a response.
 func answer(res client.Result) idem.Response {
 	return idem.Response{Status: res.Status, Replayed: res.Replayed, Body: res.Body}
+}
+
+// receipt is a transfer's receipt, for a story in which the transfer must
+// go through: a refusal or an error ends the story.
+func receipt(l *lab.Lab) func(o bank.Outcome, err error) bank.Receipt {
+	return func(o bank.Outcome, err error) bank.Receipt {
+		l.Must(err)
+		if o.Receipt == nil {
+			l.Must(fmt.Errorf("the transfer was refused: %s", o.Label()))
+		}
+		return *o.Receipt
+	}
 }
 
 // outcome is a bank outcome as the response the API would send.
@@ -98,4 +111,14 @@ func NodeList(items []string) string {
 		quoted[i] = "'" + s + "'"
 	}
 	return "[ " + strings.Join(quoted, ", ") + " ]"
+}
+
+// adaPaysBola is the lesson's request: Ada sends Bola ₦10,000.
+const adaPaysBola = `{"from": 1, "to": 2, "amountKobo": 1000000}`
+
+// sendAndShow: the app sends body with a new key, and shows what came back.
+func sendAndShow(ctx context.Context, lab *lab.Lab, app *client.Client, body string) {
+	res, err := app.Send(ctx, lab.NewKey(), []byte(body))
+	lab.Must(err)
+	lab.Reply(answer(res), "app shows: %s", transferLabel(res.Body))
 }

@@ -130,35 +130,25 @@ func (l *Lab) Tally(answers <-chan string) string {
 // WaitBlocked returns once session's backend is waiting for a lock that
 // holder's backend holds, as PostgreSQL itself reports it
 // (pg_blocking_pids): a signal, not a sleep.
-func (l *Lab) WaitBlocked(ctx context.Context, session, holder *pgx.Conn) error {
+func (l *Lab) WaitBlocked(ctx context.Context, session, holder *pgx.Conn) {
 	waiter, blocker := session.PgConn().PID(), holder.PgConn().PID()
 	for i := 0; i < 3000; i++ {
 		var blocked bool
-		if err := l.DB.QueryRow(ctx, "SELECT $2::int = ANY (pg_blocking_pids($1))", waiter, blocker).Scan(&blocked); err != nil {
-			return err
-		}
+		l.Query(ctx, "SELECT $2::int = ANY (pg_blocking_pids($1))", []any{waiter, blocker}, &blocked)
 		if blocked {
-			return nil
+			return
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return fmt.Errorf("backend %d never waited for backend %d", waiter, blocker)
+	l.Must(fmt.Errorf("backend %d never waited for backend %d", waiter, blocker))
 }
 
 // HoldRow has a maintenance job of its own lock an account's row, as an
 // outage would, until the returned release is called.
-func (l *Lab) HoldRow(ctx context.Context, account int64) (release func() error, err error) {
-	maintenance, err := l.Session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tx, err := maintenance.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account); err != nil {
-		tx.Rollback(ctx)
-		return nil, err
-	}
-	return func() error { return tx.Rollback(ctx) }, nil
+func (l *Lab) HoldRow(ctx context.Context, account int64) (release func()) {
+	tx, err := l.Session(ctx).Begin(ctx)
+	l.Must(err)
+	_, err = tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account)
+	l.Must(err)
+	return func() { l.Must(tx.Rollback(ctx)) }
 }

@@ -207,6 +207,15 @@ func (e *Endpoint) LoseNext(n int) {
 	e.lose += n
 }
 
+// Send delivers one request to the server, and ends the story if it
+// failed before answering (see Lab.Must): for a story in which the
+// server always answers.
+func (e *Endpoint) Send(ctx context.Context, c api.Call) idem.Response {
+	resp, err := e.Handle(ctx, c)
+	e.lab.Must(err)
+	return resp
+}
+
 // Handle delivers one request to the server.
 func (e *Endpoint) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
 	e.lab.message(Event{From: ActorApp, To: e.name, Text: requestText(c), Clock: e.lab.clockText(c.Now)})

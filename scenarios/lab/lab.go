@@ -127,24 +127,65 @@ func (l *Lab) Reply(r idem.Response, format string, args ...any) {
 }
 
 // Balances prints the lesson's balances line, after a label if any.
-func (l *Lab) Balances(ctx context.Context, label string) error {
+func (l *Lab) Balances(ctx context.Context, label string) {
 	s, err := bank.Read(ctx, l.DB)
-	if err != nil {
-		return err
-	}
+	l.Must(err)
 	l.emit(Event{Kind: "balances", Text: strings.TrimSpace(label + " " + s.Line()), Balances: &s})
-	return nil
+}
+
+// Must ends the story when err is not nil: the harness broke (a query
+// failed, a server would not start), which is not the lesson's outcome.
+// The run returns err. Call it from the story itself, never from a
+// goroutine or a hook the story started.
+func (l *Lab) Must(err error) {
+	if err != nil {
+		panic(abort{err})
+	}
+}
+
+// abort carries the error that ended a story, from Must to Run.
+type abort struct{ err error }
+
+// tell runs a story; Must's error ends it.
+func tell(ctx context.Context, l *Lab, story func(context.Context, *Lab) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, ok := r.(abort)
+			if !ok {
+				panic(r)
+			}
+			err = a.err
+		}
+	}()
+	return story(ctx, l)
+}
+
+// Query reads one value from the scenario's database into each of dest,
+// for a line that says what the database holds.
+func (l *Lab) Query(ctx context.Context, sql string, args []any, dest ...any) {
+	l.Must(l.DB.QueryRow(ctx, sql, args...).Scan(dest...))
+}
+
+// Count reads one number from the scenario's database.
+func (l *Lab) Count(ctx context.Context, sql string, args ...any) int64 {
+	var n int64
+	l.Query(ctx, sql, args, &n)
+	return n
+}
+
+// Exec runs statements on the scenario's database, for the story's own
+// setting up (a frozen account, an old key).
+func (l *Lab) Exec(ctx context.Context, sql string, args ...any) {
+	_, err := l.DB.Exec(ctx, sql, args...)
+	l.Must(err)
 }
 
 // Intent declares one user intent and how many transfers it should cause
 // (1, or 0 when the bank must refuse it). The OnceEach check counts the
 // transfers with its accounts and amount.
 func (l *Lab) Intent(label string, from, to, amountKobo int64, want int) *Intent {
-	return l.Effect(label, want, func(ctx context.Context) (n int, err error) {
-		err = l.DB.QueryRow(ctx, "SELECT count(*) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3",
-			from, to, amountKobo).Scan(&n)
-		return n, err
-	})
+	return l.Effect(label, want, l.Counting("SELECT count(*) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3",
+		from, to, amountKobo))
 }
 
 // Effect declares an effect that must happen want times (an SMS
@@ -156,15 +197,28 @@ func (l *Lab) Effect(label string, want int, count func(ctx context.Context) (in
 	return in
 }
 
-// Session opens a named session: a connection of its own, for a story with
-// more than one server or client. It is closed when the scenario ends.
-func (l *Lab) Session(ctx context.Context) (*pgx.Conn, error) {
-	c, err := pgx.Connect(ctx, l.URL)
-	if err != nil {
-		return nil, err
+// Counting is an effect's count (see Effect): the number query reads
+// from the scenario's database, such as a count(*) of the rows the
+// effect leaves.
+func (l *Lab) Counting(query string, args ...any) func(context.Context) (int, error) {
+	return func(ctx context.Context) (n int, err error) {
+		err = l.DB.QueryRow(ctx, query, args...).Scan(&n)
+		return n, err
 	}
+}
+
+// Session opens a named session: a connection of its own, for a story with
+// more than one server or client, with settings run first (such as SET
+// lock_timeout). It is closed when the scenario ends.
+func (l *Lab) Session(ctx context.Context, settings ...string) *pgx.Conn {
+	c, err := pgx.Connect(ctx, l.URL)
+	l.Must(err)
 	l.sessions = append(l.sessions, c)
-	return c, nil
+	for _, s := range settings {
+		_, err := c.Exec(ctx, s)
+		l.Must(err)
+	}
+	return c
 }
 
 // Clock is the lab's fake clock. It starts at the lesson's moment and
@@ -291,7 +345,7 @@ func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, o Options
 		}
 	}()
 	lab.emit(Event{Kind: "scenario", Scenario: sc})
-	if err := sc.Run(ctx, lab); err != nil {
+	if err := tell(ctx, lab, sc.Run); err != nil {
 		return Verdict{}, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	lab.snapshotState(ctx)
@@ -384,13 +438,14 @@ func (l *Lab) KillSession(ctx context.Context, session *pgx.Conn) error {
 // Serve starts `bank serve` as a real process on a loopback port, serving
 // the scenario's database in place. It is stopped when the scenario ends,
 // or earlier with Stop.
-func (l *Lab) Serve(ctx context.Context, args ...string) (*procs.Child, error) {
+func (l *Lab) Serve(ctx context.Context, args ...string) *procs.Child {
 	if l.bank == "" {
-		return nil, fmt.Errorf("this scenario starts bank serve processes: the lab needs the bank binary (Options.Bank)")
+		l.Must(fmt.Errorf("this scenario starts bank serve processes: the lab needs the bank binary (Options.Bank)"))
 	}
 	p, err := procs.Serve(ctx, l.bank, l.URL, args...)
 	if p != nil {
 		l.processes = append(l.processes, p)
 	}
-	return p, err
+	l.Must(err)
+	return p
 }
