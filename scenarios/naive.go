@@ -14,11 +14,11 @@ import (
 // only the transfer record fails, on its foreign key, and by then the
 // debit has happened. ₦10,000 leaves the bank.
 var Naive = &lab.Scenario{
-	Name:    "naive",
-	Summary: "three statements and no transaction: a failed transfer loses ₦10,000",
-	Section: "Partial failure",
-	Fix:     "bank scenario atomic (the same three statements in one transaction)",
-	Breaks:  []lab.Check{lab.TotalKept, lab.LedgerAgrees},
+	Name:        "naive",
+	Summary:     "three statements and no transaction: a failed transfer loses ₦10,000",
+	Section:     "Partial failure",
+	Fix:         "bank scenario atomic (the same three statements in one transaction)",
+	ShowsBroken: []lab.Check{lab.TotalKept, lab.LedgerAgrees},
 	Explain: map[string]string{
 		"three statements": "Debit Ada, credit account 99 (a typo: it does not exist), record the transfer.\nEach statement commits on its own.",
 	},

@@ -237,6 +237,73 @@ func TestJSON(t *testing.T) {
 	}
 }
 
+// jsonLines parses one JSON object per line, and fails the test on any
+// other line.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var objs []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var o map[string]any
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatalf("not one JSON object: %q", l)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// TestJSONRunsEndWithOneSummary: scenario all and mistake all --json end
+// with one summary object naming every run; one mistake --json is its two
+// halves' runs, then the mistake's own verdict.
+func TestJSONRunsEndWithOneSummary(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args  []string
+		field string
+		names []string
+	}{
+		{[]string{"scenario", "all", "--json"}, "scenarios", scenarios.Names()},
+		{[]string{"mistake", "all", "--json"}, "mistakes", scenarios.MistakeNames()},
+	} {
+		// As a process of its own: memory-keys starts bank serve.
+		cmd := command(t, pgtest.CacheDir(t), c.args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v: %s", c.args, err, stderr.String())
+		}
+		objs := jsonLines(t, string(out))
+		last := objs[len(objs)-1]
+		rows, _ := last[c.field].([]any)
+		if last["kind"] != "summary" || len(rows) != len(c.names) {
+			t.Fatalf("%v: the last line is not a summary of %d runs: %v", c.args, len(c.names), last)
+		}
+		for i, row := range rows {
+			row := row.(map[string]any)
+			if row[strings.TrimSuffix(c.field, "s")] != c.names[i] || row["reproduced"] != true {
+				t.Errorf("%v: summary row %d is %v, want %s reproduced", c.args, i, row, c.names[i])
+			}
+		}
+		for _, o := range objs[:len(objs)-1] {
+			if o["kind"] == "summary" || o["kind"] == nil || o["scenario"] == nil {
+				t.Errorf("%v: a line before the summary has no kind or scenario: %v", c.args, o)
+			}
+		}
+	}
+	r := cli(t, nil, "mistake", "no-fingerprint", "--json")
+	var kinds []string
+	for _, o := range jsonLines(t, r.stdout) {
+		if k := o["kind"].(string); k == "scenario" || k == "verdict" || k == "mistake" {
+			kinds = append(kinds, fmt.Sprint(k, " ", o["scenario"]))
+		}
+	}
+	want := "scenario no-fingerprint, broken|verdict no-fingerprint, broken|scenario no-fingerprint, fixed|verdict no-fingerprint, fixed|mistake no-fingerprint"
+	if got := strings.Join(kinds, "|"); r.code != 0 || got != want {
+		t.Errorf("mistake --json: exit %d, runs %q, want %q", r.code, got, want)
+	}
+}
+
 func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 	t.Parallel()
 	r := cli(t, nil, "scenario", "all")
@@ -246,7 +313,7 @@ func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 	table := r.stdout[strings.LastIndex(r.stdout, "\nscenario "):]
 	for _, sc := range scenarios.All {
 		want := "fix held"
-		if len(sc.Breaks) > 0 || sc.Fix != "" {
+		if len(sc.ShowsBroken) > 0 || sc.Fix != "" {
 			want = "failure reproduced"
 		}
 		if !strings.Contains(table, fmt.Sprintf("\n%-*s %-18s ", nameWidth(), sc.Name, want)) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -50,61 +51,70 @@ The mistakes, in the order of the lesson's table:
 }
 
 func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) error {
-	if err := checkShowFlags(f); err != nil {
-		return err
-	}
-	page, err := a.startPage(f.html)
+	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	defer page.discard()
-	o, err := a.showOptions(ctx, f, render.Options{}, page)
+	show, err := a.startShow(ctx, f, render.Options{})
 	if err != nil {
 		return err
 	}
-	if o.Bank, err = os.Executable(); err != nil {
-		return err
-	}
-	db, err := a.openDatabase(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.close()
+	defer show.close()
+	show.Bank = self
 	list := scenarios.Mistakes
 	if name != "all" {
 		m, _ := scenarios.LookupMistake(name)
 		list = []*lab.Mistake{m}
 	}
-	failed := []string{}
+	var failed []string
+	var verdicts []lab.MistakeVerdict
 	for _, m := range list {
-		v, err := lab.RunMistake(ctx, db.cluster, m, o)
+		v, err := lab.RunMistake(ctx, show.db.cluster, m, show.Options)
 		if err != nil {
 			return err
 		}
+		verdicts = append(verdicts, v)
 		if !v.Reproduced() {
 			failed = append(failed, m.Name)
 		}
 	}
-	if err := page.write(); err != nil {
+	if err := show.page.write(); err != nil {
 		return err
 	}
-	if name == "all" && !f.json {
-		fmt.Fprintf(a.io.Out, "%-20s %-46s %s\n", "mistake", "what happens", "verdict")
-		for _, m := range list {
-			verdict := "reproduced, fix held"
-			for _, n := range failed {
-				if n == m.Name {
-					verdict = "NOT reproduced"
-				}
-			}
-			fmt.Fprintf(a.io.Out, "%-20s %-46s %s\n", m.Name, m.Summary, verdict)
-		}
+	if name == "all" {
+		a.mistakeSummary(verdicts, f.json)
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(a.io.Err, "bank: did not come out as the lesson teaches: %s\n", strings.Join(failed, ", "))
 		return silentExit{exitNotAsTaught}
 	}
 	return nil
+}
+
+// mistakeSummary is the table that ends bank mistake all: with --json,
+// one object that lists each mistake and whether it reproduced.
+func (a *app) mistakeSummary(verdicts []lab.MistakeVerdict, asJSON bool) {
+	if asJSON {
+		type row struct {
+			Mistake    string `json:"mistake"`
+			Reproduced bool   `json:"reproduced"`
+		}
+		rows := make([]row, len(verdicts))
+		for i, v := range verdicts {
+			rows[i] = row{v.Mistake, v.Reproduced()}
+		}
+		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"kind": "summary", "mistakes": rows})
+		return
+	}
+	fmt.Fprintf(a.io.Out, "%-20s %-46s %s\n", "mistake", "what happens", "verdict")
+	for _, v := range verdicts {
+		m, _ := scenarios.LookupMistake(v.Mistake)
+		verdict := "reproduced, fix held"
+		if !v.Reproduced() {
+			verdict = "NOT reproduced"
+		}
+		fmt.Fprintf(a.io.Out, "%-20s %-46s %s\n", m.Name, m.Summary, verdict)
+	}
 }
 
 func mistakeEntries() []entry {

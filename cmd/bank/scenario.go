@@ -138,6 +138,41 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Option
 	return o, nil
 }
 
+// show is one run of bank scenario or bank mistake: the options that say
+// where its runs are drawn (the output, and the page of --html), and the
+// database they run in.
+type show struct {
+	lab.Options
+	page *page
+	db   *database
+}
+
+// startShow checks the display flags, prepares the page and the sink, and
+// opens the database. Close it when done.
+func (a *app) startShow(ctx context.Context, f scenarioFlags, ro render.Options) (*show, error) {
+	if err := checkShowFlags(f); err != nil {
+		return nil, err
+	}
+	s := &show{}
+	var err error
+	if s.page, err = a.startPage(f.html); err != nil {
+		return nil, err
+	}
+	if s.Options, err = a.showOptions(ctx, f, ro, s.page); err == nil {
+		s.db, err = a.openDatabase(ctx)
+	}
+	if err != nil {
+		s.page.discard()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *show) close() {
+	s.db.close()
+	s.page.discard()
+}
+
 func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) error {
 	if err := checkShowFlags(f); err != nil {
 		return err
@@ -148,27 +183,17 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	if f.predict && name == "all" {
 		return usagef("--predict works with one scenario at a time")
 	}
-	page, err := a.startPage(f.html)
-	if err != nil {
-		return err
-	}
-	defer page.discard()
 	var ro render.Options
 	if f.predict {
 		ro.Predictions = a.predictions(name)
 	}
-	o, err := a.showOptions(ctx, f, ro, page)
+	show, err := a.startShow(ctx, f, ro)
 	if err != nil {
 		return err
 	}
-	db, err := a.openDatabase(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.close()
-
+	defer show.close()
 	var kept *pgserver.Database
-	o.Kept = func(d *pgserver.Database) { kept = d }
+	show.Kept = func(d *pgserver.Database) { kept = d }
 
 	list := scenarios.All
 	if name != "all" {
@@ -177,7 +202,7 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	}
 	var verdicts []lab.Verdict
 	for _, sc := range list {
-		v, err := lab.Run(ctx, db.cluster, sc, o)
+		v, err := lab.Run(ctx, show.db.cluster, sc, show.Options)
 		if err != nil {
 			return err
 		}
@@ -186,11 +211,11 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	if name == "all" {
 		a.summary(verdicts, f.json)
 	}
-	if err := page.write(); err != nil {
+	if err := show.page.write(); err != nil {
 		return err
 	}
 	if kept != nil {
-		a.announceKept(ctx, db, kept)
+		a.announceKept(ctx, show.db, kept)
 	}
 	for _, v := range verdicts {
 		if !v.Reproduced {

@@ -24,9 +24,11 @@ import (
 // Scenario is one lesson.
 type Scenario struct {
 	Name    string
-	Summary string  // one line: what it shows
-	Section string  // the lesson's section it reproduces
-	Breaks  []Check // the invariants this lesson shows breaking; all others must hold
+	Summary string // one line: what it shows
+	Section string // the lesson's section it reproduces
+	// ShowsBroken are the invariants this lesson shows breaking; all
+	// others must hold.
+	ShowsBroken []Check
 	// Explain is said before each step with --explain, keyed by step title.
 	Explain map[string]string
 	Run     func(ctx context.Context, lab *Lab) error
@@ -56,7 +58,7 @@ var checkNames = map[Check]string{
 
 // breaks says whether the scenario shows check c breaking.
 func (s *Scenario) breaks(c Check) bool {
-	for _, b := range s.Breaks {
+	for _, b := range s.ShowsBroken {
 		if b == c {
 			return true
 		}

@@ -21,9 +21,9 @@ import (
 // reproduced, and its verdict names the check.
 func TestVerdictWhenTheLessonDoesNotReproduce(t *testing.T) {
 	sc := &lab.Scenario{
-		Name:    "claims-a-break",
-		Summary: "a correct transfer that claims money vanishes",
-		Breaks:  []lab.Check{lab.TotalKept},
+		Name:        "claims-a-break",
+		Summary:     "a correct transfer that claims money vanishes",
+		ShowsBroken: []lab.Check{lab.TotalKept},
 		Run: func(ctx context.Context, lab *lab.Lab) error {
 			lab.Intent("one tap", 1, 2, 1_000_000, 1)
 			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
