@@ -47,7 +47,7 @@ func run(t *testing.T, sc *lab.Scenario) (string, lab.Verdict, *render.Recorder)
 	t.Helper()
 	var out bytes.Buffer
 	rec := &render.Recorder{}
-	v, err := lab.Run(context.Background(), pgtest.Cluster(), sc, lab.Options{Sink: lab.Tee{render.Text(&out, render.Options{}), rec}, States: true})
+	v, err := lab.Run(context.Background(), pgtest.Clones(), sc, lab.Options{Sink: lab.Tee{render.Text(&out, render.Options{}), rec}, States: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestMistakesGolden(t *testing.T) {
 			runOnce := func() (string, lab.MistakeVerdict, string) {
 				var out bytes.Buffer
 				rec := &render.Recorder{}
-				v, err := lab.RunMistake(context.Background(), pgtest.Cluster(), m, lab.Options{Bank: bankBinary, Sink: lab.Tee{render.Text(&out, render.Options{}), rec}})
+				v, err := lab.RunMistake(context.Background(), pgtest.Clones(), m, lab.Options{Bank: bankBinary, Sink: lab.Tee{render.Text(&out, render.Options{}), rec}})
 				if err != nil {
 					t.Fatal(err)
 				}

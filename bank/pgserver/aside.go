@@ -13,7 +13,7 @@ import (
 // single goroutine does it in order, on a session of its own, so that the
 // admin session stays free for the scenario's own statements.
 type aside struct {
-	c *Cluster
+	c *Clones
 
 	mu      sync.Mutex
 	queue   []job
@@ -34,7 +34,7 @@ type job struct {
 	leftOver bool // may be left to the next run
 }
 
-func newAside(c *Cluster) *aside {
+func newAside(c *Clones) *aside {
 	a := &aside{c: c, wake: make(chan struct{}, 1), stopped: make(chan struct{}), cloned: make(chan string, 1)}
 	go a.work()
 	return a

@@ -40,7 +40,7 @@ func TestOwnClonesAheadAndDropsBehind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Own(ctx); err != nil {
+		if err := c.Throwaway(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex

@@ -29,7 +29,7 @@ func TestConfinedRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Own(ctx); err != nil {
+	if err := c.Throwaway(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()

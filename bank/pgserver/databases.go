@@ -29,9 +29,9 @@ func (t Template) name() string {
 	return t.Prefix + "_t_" + hex.EncodeToString(sum[:5])
 }
 
-// Cluster hands out fresh databases on one PostgreSQL server, embedded or
-// the learner's own.
-type Cluster struct {
+// Clones hands out fresh databases on one PostgreSQL server, embedded or
+// the learner's own: each a clone of the template.
+type Clones struct {
 	admin    string // connection string of a database to run CREATE DATABASE from
 	tmpl     Template
 	strategy string // CREATE DATABASE's STRATEGY clause, if any
@@ -40,7 +40,7 @@ type Cluster struct {
 	mu   sync.Mutex
 	conn *pgx.Conn // one admin session, kept: a new one costs a backend's start
 
-	// On the lab's own server (Own), cloning and dropping happen ahead
+	// On the lab's own server (Throwaway), cloning and dropping happen ahead
 	// and behind, on a session of their own, while scenarios run.
 	aside *aside
 }
@@ -49,14 +49,14 @@ type Cluster struct {
 type Database struct {
 	Name string
 	URL  string
-	c    *Cluster
+	c    *Clones
 	role string // Confine's role, dropped with the database
 }
 
 // Open checks that the server at adminURL answers and that the template
 // exists, building it if needed.
-func Open(ctx context.Context, adminURL string, t Template) (*Cluster, error) {
-	c := &Cluster{admin: adminURL, tmpl: t}
+func Open(ctx context.Context, adminURL string, t Template) (*Clones, error) {
+	c := &Clones{admin: adminURL, tmpl: t}
 	conn, done, err := c.session(ctx)
 	if err != nil {
 		return nil, err
@@ -75,10 +75,10 @@ func Open(ctx context.Context, adminURL string, t Template) (*Cluster, error) {
 	return c, nil
 }
 
-// session returns the cluster's admin session, reconnecting if it was
+// session returns the admin session, reconnecting if it was
 // lost (a crash of the server, say), for the caller's use until it calls
 // done.
-func (c *Cluster) session(ctx context.Context) (*pgx.Conn, func(), error) {
+func (c *Clones) session(ctx context.Context) (*pgx.Conn, func(), error) {
 	c.mu.Lock()
 	if c.conn != nil && (c.conn.IsClosed() || c.conn.Ping(ctx) != nil) {
 		c.conn.Close(context.WithoutCancel(ctx))
@@ -95,9 +95,9 @@ func (c *Cluster) session(ctx context.Context) (*pgx.Conn, func(), error) {
 	return c.conn, c.mu.Unlock, nil
 }
 
-// Close waits for the work set aside (Own) and ends the cluster's admin
+// Close waits for the work set aside (Throwaway) and ends its admin
 // session.
-func (c *Cluster) Close() {
+func (c *Clones) Close() {
 	if c.aside != nil {
 		c.aside.close()
 	}
@@ -144,7 +144,7 @@ func redact(s string) string {
 
 const templateLockKey = 0x62616e6b // "bank"
 
-func (c *Cluster) ensureTemplate(ctx context.Context, conn *pgx.Conn) error {
+func (c *Clones) ensureTemplate(ctx context.Context, conn *pgx.Conn) error {
 	name := c.tmpl.name()
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
@@ -183,7 +183,7 @@ func (c *Cluster) ensureTemplate(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// Own tells the cluster that its server is the lab's own throwaway one,
+// Throwaway tells Clones that its server is the lab's own throwaway one,
 // and so:
 //   - clones copy the template's files (STRATEGY FILE_COPY, PostgreSQL 15
 //     and later) instead of writing all its pages into WAL: cheap with
@@ -192,13 +192,13 @@ func (c *Cluster) ensureTemplate(ctx context.Context, conn *pgx.Conn) error {
 //   - one database is always cloned ahead, a spare, so that the next
 //     NewDatabase is a rename; the last one is kept for the next run;
 //   - Drop, and the leftovers of earlier runs, are dropped behind, while
-//     the scenario runs; a drop still waiting when the cluster closes is
+//     the scenario runs; a drop still waiting at Close is
 //     left to the next run, rather than delay the stop.
 //
 // The work set aside runs in order on a session of its own; Close waits
 // for it. Only for a server the lab owns: on a shared server another
 // process may be using the leftovers.
-func (c *Cluster) Own(ctx context.Context) error {
+func (c *Clones) Throwaway(ctx context.Context) error {
 	if c.version >= 150000 {
 		c.strategy = " STRATEGY FILE_COPY"
 	}
@@ -261,18 +261,18 @@ func (c *Cluster) Own(ctx context.Context) error {
 	return nil
 }
 
-// Owned reports whether the server is the lab's own (Own was called), not
+// IsThrowaway reports whether the server is the lab's own (Throwaway was called), not
 // one the learner named with --database-url.
-func (c *Cluster) Owned() bool { return c.aside != nil }
+func (c *Clones) IsThrowaway() bool { return c.aside != nil }
 
 // spareName names a spare of this template (with suffix "", the prefix
 // every such name starts with).
-func (c *Cluster) spareName(suffix string) string {
+func (c *Clones) spareName(suffix string) string {
 	return c.tmpl.Prefix + "_spare_" + strings.TrimPrefix(c.tmpl.name(), c.tmpl.Prefix+"_t_") + "_" + suffix
 }
 
 // NewDatabase gives one scenario a fresh clone of the template.
-func (c *Cluster) NewDatabase(ctx context.Context, label string) (*Database, error) {
+func (c *Clones) NewDatabase(ctx context.Context, label string) (*Database, error) {
 	name := c.tmpl.Prefix + "_s_" + sanitize(label) + "_" + randomHex(4)
 	d := &Database{Name: name, URL: withDatabase(c.admin, name), c: c}
 	if c.aside != nil {
@@ -301,12 +301,12 @@ func (d *Database) private(ctx context.Context) error {
 	return nil
 }
 
-func (c *Cluster) cloneSQL(name string) string {
+func (c *Clones) cloneSQL(name string) string {
 	return "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{c.tmpl.name()}.Sanitize() + c.strategy
 }
 
 // admin1 runs one statement on the admin session.
-func (c *Cluster) admin1(ctx context.Context, sql string) error {
+func (c *Clones) admin1(ctx context.Context, sql string) error {
 	conn, done, err := c.session(ctx)
 	if err != nil {
 		return err
@@ -361,7 +361,7 @@ func (d *Database) Confine(ctx context.Context) (string, error) {
 	ident := pgx.Identifier{role}.Sanitize()
 	db := pgx.Identifier{d.Name}.Sanitize()
 	// In one transaction: a role that owns no database is a leftover that
-	// Own's clean-up may drop, so this one must never be seen without its
+	// Throwaway's clean-up may drop, so this one must never be seen without its
 	// database.
 	err = func() error {
 		conn, done, err := d.c.session(ctx)

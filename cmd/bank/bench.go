@@ -171,7 +171,7 @@ func (a *app) openLoadBank(ctx context.Context, label string, accounts int) (*lo
 		return nil, err
 	}
 	l := &loadBank{db: db, binary: binary}
-	if l.bank, err = db.cluster.NewDatabase(ctx, label); err == nil {
+	if l.bank, err = db.clones.NewDatabase(ctx, label); err == nil {
 		if l.pool, err = pgxpool.New(ctx, l.bank.URL); err == nil {
 			err = bank.AddAccounts(ctx, l.pool, accounts)
 		}

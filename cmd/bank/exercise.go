@@ -129,7 +129,7 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 	defer db.close()
 	fmt.Fprintln(a.io.Out, ex.Prompt(mode))
 	var run *programRun
-	attempt, err := practice.CheckExercise(ctx, db.cluster, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
+	attempt, err := practice.CheckExercise(ctx, db.clones, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		if stmt != nil {
 			// The learner's statement runs as the learner's role.
 			conn, err := pgx.Connect(ctx, dbURL)
@@ -201,7 +201,7 @@ func (a *app) showSolution(ctx context.Context, ex *practice.Exercise) error {
 	}
 	defer db.close()
 	var printed string
-	attempt, err := practice.CheckExercise(ctx, db.cluster, ex, practice.ProgramMode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
+	attempt, err := practice.CheckExercise(ctx, db.clones, ex, practice.ProgramMode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		ran, err := ex.OwnSolution(ctx, dbURL, pool)
 		printed = ran.Printed
 		return ran, err

@@ -99,7 +99,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	cfg := grade.Config{
 		Command: command, Env: os.Environ(), LockTTL: f.lockTTL, StartTimeout: f.startTimeout, Only: f.only,
 		NewDatabase: func(ctx context.Context, label string) (string, string, func(), error) {
-			d, err := db.cluster.NewDatabase(ctx, label)
+			d, err := db.clones.NewDatabase(ctx, label)
 			if err != nil {
 				return "", "", nil, err
 			}
@@ -107,7 +107,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 			// The learner's server gets a role that owns its database and
 			// nothing else; a --database-url is used as given.
 			url := d.URL
-			if db.cluster.Owned() {
+			if db.clones.IsThrowaway() {
 				if url, err = d.Confine(ctx); err != nil {
 					drop()
 					return "", "", nil, err

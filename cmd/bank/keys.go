@@ -58,7 +58,7 @@ func (a *app) keysGC(ctx context.Context, window time.Duration) error {
 			return err
 		}
 		defer db.close()
-		fresh, err := db.cluster.NewDatabase(ctx, "keys")
+		fresh, err := db.clones.NewDatabase(ctx, "keys")
 		if err != nil {
 			return err
 		}

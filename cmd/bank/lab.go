@@ -69,10 +69,10 @@ func (a *app) lab(ctx context.Context, addr string) error {
 		var err error
 		if kind == "mistake" {
 			m, _ := scenarios.LookupMistake(name)
-			_, err = lab.RunMistake(ctx, db.cluster, m, o)
+			_, err = lab.RunMistake(ctx, db.clones, m, o)
 		} else {
 			sc, _ := scenarios.Lookup(name)
-			_, err = lab.Run(ctx, db.cluster, sc, o)
+			_, err = lab.Run(ctx, db.clones, sc, o)
 		}
 		return rec.Runs, err
 	}

@@ -69,7 +69,7 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 	var failed []string
 	var verdicts []lab.MistakeVerdict
 	for _, m := range list {
-		v, err := lab.RunMistake(ctx, show.db.cluster, m, show.Options)
+		v, err := lab.RunMistake(ctx, show.db.clones, m, show.Options)
 		if err != nil {
 			return err
 		}

@@ -123,7 +123,7 @@ func (a *app) quiz(ctx context.Context, seed uint64, draw []practice.Question, g
 	if !asJSON {
 		say(w, "", "", fmt.Sprintf("five questions (draw %d; repeat it with --seed %d)", seed, seed))
 	}
-	rights, err := practice.Answers(ctx, db.cluster, draw)
+	rights, err := practice.Answers(ctx, db.clones, draw)
 	if err != nil {
 		return err
 	}

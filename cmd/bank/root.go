@@ -153,9 +153,9 @@ func labTemplate() pgserver.Template {
 
 // database is the PostgreSQL a command works on.
 type database struct {
-	cluster *pgserver.Cluster
-	server  *pgserver.Server // nil for --database-url
-	admin   string
+	clones *pgserver.Clones
+	server *pgserver.Server // nil for --database-url
+	admin  string
 }
 
 // openDatabase starts the private server, or connects to the learner's.
@@ -177,7 +177,7 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 		if err != nil {
 			return nil, err
 		}
-		return &database{cluster: c, admin: url}, nil
+		return &database{clones: c, admin: url}, nil
 	}
 	bins := a.pgBinaries
 	if bins == "" {
@@ -196,9 +196,9 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 	if tcp {
 		d.admin = s.TCPURL("postgres")
 	}
-	d.cluster, err = pgserver.Open(ctx, d.admin, tmpl)
+	d.clones, err = pgserver.Open(ctx, d.admin, tmpl)
 	if err == nil {
-		err = d.cluster.Own(ctx)
+		err = d.clones.Throwaway(ctx)
 	}
 	if err != nil {
 		s.Stop()
@@ -208,8 +208,8 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 }
 
 func (d *database) close() error {
-	if d.cluster != nil {
-		d.cluster.Close()
+	if d.clones != nil {
+		d.clones.Close()
 	}
 	if d.server != nil {
 		return d.server.Stop()

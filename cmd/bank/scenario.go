@@ -202,7 +202,7 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	}
 	var verdicts []lab.Verdict
 	for _, sc := range list {
-		v, err := lab.Run(ctx, show.db.cluster, sc, show.Options)
+		v, err := lab.Run(ctx, show.db.clones, sc, show.Options)
 		if err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 			return err
 		}
 		defer db.close()
-		bankDB, err := db.cluster.NewDatabase(ctx, "serve")
+		bankDB, err := db.clones.NewDatabase(ctx, "serve")
 		if err != nil {
 			return err
 		}

@@ -312,8 +312,8 @@ type Options struct {
 // Run runs one scenario in a fresh database and checks the invariants.
 // An error means the harness broke, not that the lesson's failure
 // happened: that is the verdict's business.
-func Run(ctx context.Context, cluster *pgserver.Cluster, sc *Scenario, o Options) (Verdict, error) {
-	db, err := cluster.NewDatabase(ctx, sc.Name)
+func Run(ctx context.Context, clones *pgserver.Clones, sc *Scenario, o Options) (Verdict, error) {
+	db, err := clones.NewDatabase(ctx, sc.Name)
 	if err != nil {
 		return Verdict{}, err
 	}

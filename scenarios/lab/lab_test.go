@@ -33,7 +33,7 @@ func TestVerdictWhenTheLessonDoesNotReproduce(t *testing.T) {
 		},
 	}
 	var out bytes.Buffer
-	v, err := lab.Run(context.Background(), pgtest.Cluster(), sc, lab.Options{Sink: render.Text(&out, render.Options{})})
+	v, err := lab.Run(context.Background(), pgtest.Clones(), sc, lab.Options{Sink: render.Text(&out, render.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestOnceEachCatchesAMissingTransfer(t *testing.T) {
 			return nil
 		},
 	}
-	v, err := lab.Run(context.Background(), pgtest.Cluster(), sc, lab.Options{})
+	v, err := lab.Run(context.Background(), pgtest.Clones(), sc, lab.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func (v MistakeVerdict) Reproduced() bool {
 
 // RunMistake runs the broken half, then the fixed half, each as a
 // scenario of its own, then gives both verdicts (a "mistake" event).
-func RunMistake(ctx context.Context, cluster *pgserver.Cluster, m *Mistake, o Options) (MistakeVerdict, error) {
+func RunMistake(ctx context.Context, clones *pgserver.Clones, m *Mistake, o Options) (MistakeVerdict, error) {
 	v := MistakeVerdict{Mistake: m.Name}
 	var err error
 	for _, broken := range []bool{true, false} {
@@ -56,7 +56,7 @@ func RunMistake(ctx context.Context, cluster *pgserver.Cluster, m *Mistake, o Op
 		sc := &Scenario{Name: name, Summary: summary, Explain: m.Explain, Fix: fix, Prevents: prevents, Blind: m.Blind,
 			Run: func(ctx context.Context, lab *Lab) error { return m.Steps(ctx, lab, broken) }}
 		var half Verdict
-		if half, err = Run(ctx, cluster, sc, o); err != nil {
+		if half, err = Run(ctx, clones, sc, o); err != nil {
 			return v, err
 		}
 		if broken {

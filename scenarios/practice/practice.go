@@ -321,8 +321,8 @@ type Ran struct {
 // CheckExercise prepares a fresh database for ex in mode m, lets run do
 // the learner's work on it (given the database's URL and a pool on it),
 // then checks the printed lines and the rows by the exercise's rules.
-func CheckExercise(ctx context.Context, cluster *pgserver.Cluster, ex *Exercise, m Mode, run func(ctx context.Context, dbURL string, db *pgxpool.Pool) (Ran, error)) (Attempt, error) {
-	db, err := cluster.NewDatabase(ctx, "exercise_"+ex.Name)
+func CheckExercise(ctx context.Context, clones *pgserver.Clones, ex *Exercise, m Mode, run func(ctx context.Context, dbURL string, db *pgxpool.Pool) (Ran, error)) (Attempt, error) {
+	db, err := clones.NewDatabase(ctx, "exercise_"+ex.Name)
 	if err != nil {
 		return Attempt{}, err
 	}
@@ -340,7 +340,7 @@ func CheckExercise(ctx context.Context, cluster *pgserver.Cluster, ex *Exercise,
 	// The learner's code gets a role that owns this database and nothing
 	// else (on the lab's own server; a --database-url is used as given).
 	url := db.URL
-	if cluster.Owned() {
+	if clones.IsThrowaway() {
 		if url, err = db.Confine(ctx); err != nil {
 			return Attempt{}, err
 		}

@@ -233,7 +233,7 @@ func TestExerciseOwnSolutions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, ex := range Exercises {
-		a, err := CheckExercise(ctx, pgtest.Cluster(), ex, ProgramMode, ex.OwnSolution)
+		a, err := CheckExercise(ctx, pgtest.Clones(), ex, ProgramMode, ex.OwnSolution)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestExerciseOwnSolutions(t *testing.T) {
 		}
 	}
 	ex, _ := LookupExercise("cleanup")
-	a, err := CheckExercise(ctx, pgtest.Cluster(), ex, SQLMode, func(ctx context.Context, _ string, db *pgxpool.Pool) (Ran, error) {
+	a, err := CheckExercise(ctx, pgtest.Clones(), ex, SQLMode, func(ctx context.Context, _ string, db *pgxpool.Pool) (Ran, error) {
 		return RunSQL(ctx, db, ex, "DELETE FROM idempotency_keys WHERE created_at < $1 AND (status = 'completed' OR locked_until < $2) RETURNING key")
 	})
 	if err != nil {
@@ -253,7 +253,7 @@ func TestExerciseOwnSolutions(t *testing.T) {
 	}
 	// The lab's record sees deletes made in the learner's own session, and
 	// a TRUNCATE.
-	a, err = CheckExercise(ctx, pgtest.Cluster(), ex, ProgramMode, func(ctx context.Context, _ string, db *pgxpool.Pool) (Ran, error) {
+	a, err = CheckExercise(ctx, pgtest.Clones(), ex, ProgramMode, func(ctx context.Context, _ string, db *pgxpool.Pool) (Ran, error) {
 		_, err := db.Exec(ctx, "TRUNCATE idempotency_keys")
 		return Ran{Printed: "deleted: []\nkept: []\n"}, err
 	})

@@ -158,7 +158,7 @@ func (q Question) Choice(answer string) int {
 // every question's answer from its transcript. It fails if a line is not
 // there or an answer is not one of the options: a quiz that disagrees
 // with the lab is a bug.
-func Answers(ctx context.Context, cluster *pgserver.Cluster, qs []Question) ([]string, error) {
+func Answers(ctx context.Context, clones *pgserver.Clones, qs []Question) ([]string, error) {
 	transcripts := map[string]string{}
 	out := make([]string, len(qs))
 	for i, q := range qs {
@@ -168,7 +168,7 @@ func Answers(ctx context.Context, cluster *pgserver.Cluster, qs []Question) ([]s
 				return nil, fmt.Errorf("quiz: no scenario %q", q.Scenario)
 			}
 			var buf bytes.Buffer
-			if _, err := lab.Run(ctx, cluster, sc, lab.Options{Sink: render.Text(&buf, render.Options{})}); err != nil {
+			if _, err := lab.Run(ctx, clones, sc, lab.Options{Sink: render.Text(&buf, render.Options{})}); err != nil {
 				return nil, err
 			}
 			transcripts[q.Scenario] = buf.String()

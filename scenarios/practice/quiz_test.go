@@ -181,7 +181,7 @@ func TestPredictionsAreMarkedWhereTheirLinesAppear(t *testing.T) {
 		preds = append(preds, q.Prediction("409"))
 	}
 	var out bytes.Buffer
-	if _, err := lab.Run(context.Background(), pgtest.Cluster(), scenarios.Crash, lab.Options{Sink: render.Text(&out, render.Options{Predictions: preds})}); err != nil {
+	if _, err := lab.Run(context.Background(), pgtest.Clones(), scenarios.Crash, lab.Options{Sink: render.Text(&out, render.Options{Predictions: preds})}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

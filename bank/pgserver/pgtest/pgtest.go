@@ -19,9 +19,9 @@ import (
 )
 
 var (
-	cluster *pgserver.Cluster
-	server  *pgserver.Server
-	admin   string
+	clones *pgserver.Clones
+	server *pgserver.Server
+	admin  string
 )
 
 // Main starts the server, builds the template database that the tests'
@@ -53,12 +53,12 @@ func Run(m *testing.M, tmpl pgserver.Template) int {
 	}
 	defer c.Close()
 	if server != nil {
-		if err := c.Own(ctx); err != nil {
+		if err := c.Throwaway(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 			return 3
 		}
 	}
-	cluster = c
+	clones = c
 	defer removeSeed()
 	return m.Run()
 }
@@ -66,8 +66,8 @@ func Run(m *testing.M, tmpl pgserver.Template) int {
 // AdminURL connects to the test server's maintenance database.
 func AdminURL() string { return admin }
 
-// Cluster is the test binary's cluster.
-func Cluster() *pgserver.Cluster { return cluster }
+// Clones hands out the test binary's databases.
+func Clones() *pgserver.Clones { return clones }
 
 // Server is the embedded server, or nil when tests use their own.
 func Server() *pgserver.Server { return server }
@@ -76,7 +76,7 @@ func Server() *pgserver.Server { return server }
 func DB(t testing.TB) (*pgxpool.Pool, *pgserver.Database) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := cluster.NewDatabase(ctx, t.Name())
+	db, err := clones.NewDatabase(ctx, t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
