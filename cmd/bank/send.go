@@ -139,8 +139,14 @@ func saveDraft(path string, d *draft) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
+		return err
 	}
-	return err
+	// The rename itself is on disk only once the directory is.
+	if dir, err := os.Open(filepath.Dir(path)); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	return nil
 }
 
 func newKey() string {
@@ -245,63 +251,4 @@ func errorCode(body []byte) string {
 		return p.Error + " (" + p.Message + ")"
 	}
 	return string(body)
-}
-
-func (a *app) statusCommand() *cobra.Command {
-	var server, token, state string
-	cmd := &cobra.Command{
-		Use:   "status [KEY]",
-		Short: "Ask the server what happened to a transfer, by its idempotency key",
-		Long: `Ask GET /transfers?key=KEY what happened to a transfer: completed (with the
-stored answer), still in progress, or never received (safe to send again).
-Without KEY, the pending draft's key, server and token are used.`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := a.statePath(state)
-			if err != nil {
-				return err
-			}
-			d, err := loadDraft(path)
-			if err != nil {
-				return err
-			}
-			key := ""
-			if len(args) == 1 {
-				key = args[0]
-			}
-			if d != nil && (key == "" || key == d.Key) {
-				key = d.Key
-				if !cmd.Flags().Changed("server") {
-					server = d.Server
-				}
-				if !cmd.Flags().Changed("token") {
-					token = d.Token
-				}
-			}
-			if key == "" {
-				return usagef("name the idempotency key: bank status KEY (no pending draft in %s)", path)
-			}
-			c := &client.Client{BaseURL: strings.TrimRight(server, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Second}}
-			st, body, err := c.Lookup(cmd.Context(), key)
-			if err != nil {
-				return envError("%v", err)
-			}
-			switch st {
-			case "completed":
-				fmt.Fprintf(a.io.Out, "%s: completed: %s\n", key, body)
-				if d != nil && d.Key == key {
-					os.Remove(path)
-				}
-			case "in_progress":
-				fmt.Fprintf(a.io.Out, "%s: still in progress; ask again shortly\n", key)
-			default:
-				fmt.Fprintf(a.io.Out, "%s: the server never received it (or released it after an error): safe to send again with bank send --resume\n", key)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8080", "the bank serve to ask")
-	cmd.Flags().StringVar(&token, "token", "token-ada", "bearer token of the key's owner")
-	cmd.Flags().StringVar(&state, "state", "", "draft file (as for bank send)")
-	return cmd
 }

@@ -18,6 +18,10 @@ import (
 	"github.com/zudojs/bank/idem"
 )
 
+// The server at its edges: inputs no client should send (an impossible
+// key, a forged log line, a body larger than it declares) and answers a
+// client might misread (a stray 404 from a lookup).
+
 func testServer(t *testing.T, log *bytes.Buffer) *api.Server {
 	pool, _ := pgtest.DB(t)
 	s := &api.Server{
