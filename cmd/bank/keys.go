@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ func (a *app) keysCommand() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	var olderThan time.Duration
+	var asJSON bool
 	gc := &cobra.Command{
 		Use:   "gc --older-than 24h",
 		Short: "Delete keys older than the window: completed ones, and in-progress ones whose lock expired",
@@ -38,15 +40,16 @@ fresh bank is started and cleaned: it has no keys yet.`,
 			if olderThan <= 0 {
 				return usagef("--older-than must be positive, such as 24h")
 			}
-			return a.keysGC(cmd.Context(), olderThan)
+			return a.keysGC(cmd.Context(), olderThan, asJSON)
 		},
 	}
 	gc.Flags().DurationVar(&olderThan, "older-than", 24*time.Hour, "keep keys younger than this")
+	gc.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"olderThan", "deleted": [the keys deleted]}`)
 	keys.AddCommand(gc)
 	return keys
 }
 
-func (a *app) keysGC(ctx context.Context, window time.Duration) error {
+func (a *app) keysGC(ctx context.Context, window time.Duration, asJSON bool) error {
 	url := a.databaseURL
 	if url == "" {
 		url = a.getenv("DATABASE_URL")
@@ -75,6 +78,9 @@ func (a *app) keysGC(ctx context.Context, window time.Duration) error {
 	deleted, err := idem.Prune(ctx, pool, now.Add(-window), now)
 	if err != nil {
 		return envError("%v", err)
+	}
+	if asJSON {
+		return json.NewEncoder(a.io.Out).Encode(map[string]any{"olderThan": window.String(), "deleted": append([]string{}, deleted...)})
 	}
 	fmt.Fprintf(a.io.Out, "deleted %d keys older than %s%s\n", len(deleted), window, note)
 	if len(deleted) > 0 {

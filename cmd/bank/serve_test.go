@@ -240,6 +240,43 @@ func TestSendKilledAndResumed(t *testing.T) {
 	}
 }
 
+// TestStatusAndKeysJSON: bank status --json is one object saying what the
+// server knows of a key (with its stored answer once completed), and bank
+// keys gc --json one object listing what it deleted.
+func TestStatusAndKeysJSON(t *testing.T) {
+	t.Parallel()
+	url := serveProcess(t)
+	cache := pgtest.CacheDir(t)
+	status := func(key string) map[string]any {
+		t.Helper()
+		out, err := command(t, cache, "status", "--json", "--server", url, "--state", filepath.Join(t.TempDir(), "none.json"), key).Output()
+		var got map[string]any
+		if err != nil || json.Unmarshal(out, &got) != nil {
+			t.Fatalf("bank status --json %s: %v: %q", key, err, out)
+		}
+		return got
+	}
+	if got := status("status-json-key-01"); got["key"] != "status-json-key-01" || got["status"] != "unknown" {
+		t.Errorf("a key never sent: %v", got)
+	}
+	if r := request(t, "POST", url+"/transfers", "token-ada", "status-json-key-01", `{"from":1,"to":2,"amountKobo":100}`); r.status != 201 {
+		t.Fatalf("POST: %d", r.status)
+	}
+	got := status("status-json-key-01")
+	server, _ := got["server"].(map[string]any)
+	if got["status"] != "completed" || server["status"] != "completed" {
+		t.Errorf("a completed key: %v", got)
+	}
+	out, err := command(t, cache, "keys", "gc", "--json", "--older-than", "1h").Output()
+	var gc struct {
+		OlderThan string   `json:"olderThan"`
+		Deleted   []string `json:"deleted"`
+	}
+	if err != nil || json.Unmarshal(out, &gc) != nil || gc.OlderThan != "1h0m0s" || gc.Deleted == nil {
+		t.Errorf("bank keys gc --json: %v: %q", err, out)
+	}
+}
+
 // TestSendToNoServerIsNotSent: where no server listens, every attempt is
 // refused at the door: nothing left, so the transfer is said not sent
 // (not "unknown"), safe to send again, and its draft kept for --resume.

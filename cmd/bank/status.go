@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 func (a *app) statusCommand() *cobra.Command {
 	var server, token, state string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status [KEY]",
 		Short: "Ask the server what happened to a transfer, by its idempotency key",
@@ -52,12 +54,21 @@ Without KEY, the pending draft's key, server and token are used.`,
 			if err != nil {
 				return envError("%v", err)
 			}
+			if d != nil && d.Key == key && st == "completed" {
+				os.Remove(path)
+			}
+			if asJSON {
+				// One object: the key, what the server knows of it, and
+				// its own answer (the stored response, for a completed key).
+				out := map[string]any{"key": key, "status": st}
+				if json.Valid(body) {
+					out["server"] = json.RawMessage(body)
+				}
+				return json.NewEncoder(a.io.Out).Encode(out)
+			}
 			switch st {
 			case "completed":
 				fmt.Fprintf(a.io.Out, "%s: completed: %s\n", key, body)
-				if d != nil && d.Key == key {
-					os.Remove(path)
-				}
 			case "in_progress":
 				fmt.Fprintf(a.io.Out, "%s: still in progress; ask again shortly\n", key)
 			default:
@@ -69,5 +80,6 @@ Without KEY, the pending draft's key, server and token are used.`,
 	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8080", "the bank serve to ask")
 	cmd.Flags().StringVar(&token, "token", "token-ada", "bearer token of the key's owner")
 	cmd.Flags().StringVar(&state, "state", "", "draft file (as for bank send)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"key", "status": completed|in_progress|unknown, "server": the server's answer}`)
 	return cmd
 }
