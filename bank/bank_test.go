@@ -13,7 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	pgtest.Main(m, pgserver.Template{Prefix: "bank", Version: bank.Version(), Setup: bank.Setup})
+	pgtest.Main(m, pgserver.Template{Prefix: "bank", Schema: bank.SchemaText(), Setup: bank.SetupAll})
 }
 
 func TestNaira(t *testing.T) {

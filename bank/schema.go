@@ -83,14 +83,16 @@ func SeedTotal() int64 {
 	return total
 }
 
-// Version identifies the schema and seed, so a template built from an
-// older one is never reused.
-func Version() string { return Schema + Flows + fmt.Sprint(Seed) }
+// SchemaText is the text of everything SetupAll makes, tables and seed:
+// a template database built from other text is never reused.
+func SchemaText() string { return Schema + Flows + fmt.Sprint(Seed) }
 
-// Setup creates the bank's tables and the seed. (The idempotency keys are
-// idem's: whoever needs both composes them, as bank/api does.)
-func Setup(ctx context.Context, db *pgx.Conn) error {
-	if err := SetupLesson(ctx, db); err != nil {
+// SetupAll creates the bank's tables, the lesson's two and those of the
+// flows around them (outbox, payouts, rewards, ...), and the seed. (The
+// idempotency keys are idem's: whoever needs both composes them, as
+// bank/api does.)
+func SetupAll(ctx context.Context, db *pgx.Conn) error {
+	if err := SetupCore(ctx, db); err != nil {
 		return err
 	}
 	if _, err := db.Exec(ctx, Flows); err != nil {
@@ -99,14 +101,14 @@ func Setup(ctx context.Context, db *pgx.Conn) error {
 	return nil
 }
 
-// LessonVersion identifies SetupLesson's schema and seed.
-func LessonVersion() string { return Schema + fmt.Sprint(Seed) }
+// CoreSchemaText is the text of what SetupCore makes.
+func CoreSchemaText() string { return Schema + fmt.Sprint(Seed) }
 
-// SetupLesson creates the lesson's two tables, accounts and transfers,
+// SetupCore creates the lesson's two tables, accounts and transfers,
 // seeded with Ada, Bola and Chidi, and nothing else: the database a
 // learner's own server starts from (bank grade), where the server makes
 // its own key table.
-func SetupLesson(ctx context.Context, db *pgx.Conn) error {
+func SetupCore(ctx context.Context, db *pgx.Conn) error {
 	if _, err := db.Exec(ctx, Schema); err != nil {
 		return fmt.Errorf("creating schema: %w", err)
 	}

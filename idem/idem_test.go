@@ -19,7 +19,7 @@ import (
 
 // The key store alone: idem's tests need no bank.
 func TestMain(m *testing.M) {
-	pgtest.Main(m, pgserver.Template{Prefix: "idem", Version: idem.Schema, Setup: func(ctx context.Context, c *pgx.Conn) error {
+	pgtest.Main(m, pgserver.Template{Prefix: "idem", Schema: idem.Schema, Setup: func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, idem.Schema)
 		return err
 	}})

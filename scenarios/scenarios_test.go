@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	code := pgtest.Run(m, pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup})
+	code := pgtest.Run(m, pgserver.Template{Prefix: "bank", Schema: api.SchemaText(), Setup: api.Setup})
 	remove()
 	os.Exit(code)
 }

@@ -16,7 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	pgtest.Main(m, pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup})
+	pgtest.Main(m, pgserver.Template{Prefix: "bank", Schema: api.SchemaText(), Setup: api.Setup})
 }
 
 // FuzzTransferEndpoint: whatever the key header and the body, the API

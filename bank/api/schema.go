@@ -13,13 +13,13 @@ import (
 // The API's database is the bank's and the key store's, composed here,
 // where the two meet (neither knows the other's tables).
 
-// Version identifies the API's schema and seed: a template database built
-// from an older one is never reused.
-func Version() string { return bank.Version() + idem.Schema }
+// SchemaText is the text of everything Setup makes: a template database
+// built from other text is never reused.
+func SchemaText() string { return bank.SchemaText() + idem.Schema }
 
 // Setup creates the bank (tables and seed) and the idempotency keys.
 func Setup(ctx context.Context, db *pgx.Conn) error {
-	if err := bank.Setup(ctx, db); err != nil {
+	if err := bank.SetupAll(ctx, db); err != nil {
 		return err
 	}
 	if _, err := db.Exec(ctx, idem.Schema); err != nil {

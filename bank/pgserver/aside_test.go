@@ -30,7 +30,7 @@ func TestOwnClonesAheadAndDropsBehind(t *testing.T) {
 	t.Parallel()
 	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
 	admin := s.URL("postgres")
-	tmpl := pgserver.Template{Prefix: "asidetest", Version: "v1", Setup: func(ctx context.Context, c *pgx.Conn) error {
+	tmpl := pgserver.Template{Prefix: "asidetest", Schema: "v1", Setup: func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, "CREATE TABLE seeded (n int); INSERT INTO seeded VALUES (42)")
 		return err
 	}}

@@ -21,7 +21,7 @@ func TestConfinedRole(t *testing.T) {
 	t.Parallel()
 	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t), TCP: true})
 	ctx := context.Background()
-	tmpl := pgserver.Template{Prefix: "confinetest", Version: "v1", Setup: func(ctx context.Context, c *pgx.Conn) error {
+	tmpl := pgserver.Template{Prefix: "confinetest", Schema: "v1", Setup: func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, "CREATE TABLE seeded (id serial PRIMARY KEY, n int); INSERT INTO seeded (n) VALUES (42)")
 		return err
 	}}

@@ -17,15 +17,15 @@ import (
 
 // Template describes a seeded database that scenario databases are cloned
 // from. It is built once per server and kept; its name carries a hash of
-// Version, so a changed schema gets a new template instead of a stale one.
+// Schema, so a changed schema gets a new template instead of a stale one.
 type Template struct {
-	Prefix  string                                       // e.g. "bank"; databases are named <prefix>_t_<hash> and <prefix>_s_<name>_<random>
-	Version string                                       // the schema and seed text, hashed into the template's name
-	Setup   func(ctx context.Context, c *pgx.Conn) error // builds the template's content
+	Prefix string                                       // e.g. "bank"; databases are named <prefix>_t_<hash> and <prefix>_s_<name>_<random>
+	Schema string                                       // the text of what Setup makes (schema and seed), hashed into the template's name
+	Setup  func(ctx context.Context, c *pgx.Conn) error // builds the template's content
 }
 
 func (t Template) name() string {
-	sum := sha256.Sum256([]byte(t.Version))
+	sum := sha256.Sum256([]byte(t.Schema))
 	return t.Prefix + "_t_" + hex.EncodeToString(sum[:5])
 }
 

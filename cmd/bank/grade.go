@@ -91,7 +91,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := a.openDatabaseFor(ctx, pgserver.Template{Prefix: "grade", Version: bank.LessonVersion(), Setup: bank.SetupLesson}, true)
+	db, err := a.openDatabaseFor(ctx, pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText(), Setup: bank.SetupCore}, true)
 	if err != nil {
 		return err
 	}

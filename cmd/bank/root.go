@@ -148,7 +148,7 @@ func (a *app) verbosef(format string, args ...any) {
 // labTemplate is the database every scenario and command starts from:
 // the bank and its key store, as bank/api composes them.
 func labTemplate() pgserver.Template {
-	return pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup}
+	return pgserver.Template{Prefix: "bank", Schema: api.SchemaText(), Setup: api.Setup}
 }
 
 // database is the PostgreSQL a command works on.

@@ -64,5 +64,5 @@ func TestOnceEachCatchesAMissingTransfer(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Run(m, pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup}))
+	os.Exit(pgtest.Run(m, pgserver.Template{Prefix: "bank", Schema: api.SchemaText(), Setup: api.Setup}))
 }

@@ -10,5 +10,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Run(m, pgserver.Template{Prefix: "bank", Version: api.Version(), Setup: api.Setup}))
+	os.Exit(pgtest.Run(m, pgserver.Template{Prefix: "bank", Schema: api.SchemaText(), Setup: api.Setup}))
 }
