@@ -32,7 +32,7 @@ type serveFlags struct {
 	lockTTL       time.Duration
 	keep, inPlace bool
 	rateLimit     float64
-	mistake       string
+	broken        string // --break: the server broken on purpose (scenarios/wrong)
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -72,7 +72,7 @@ transfer has committed (the connection is closed instead of answered), and
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the bank's database after the server stops (with --database-url)")
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "transfer requests per second per user (0: no limit); over it, 429 with Retry-After")
 	cmd.Flags().BoolVar(&f.inPlace, "in-place", false, "serve the database --database-url names, as it is, instead of a fresh copy (for several servers sharing one bank); implied when PORT is set")
-	cmd.Flags().StringVar(&f.mistake, "break", "", "run with a mistake on purpose: "+strings.Join(wrong.Names(), ", "))
+	cmd.Flags().StringVar(&f.broken, "break", "", "run with a mistake on purpose: "+strings.Join(wrong.Names(), ", "))
 	return cmd
 }
 
@@ -86,7 +86,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return usagef("--lock-ttl must be positive, such as 30s")
 	case f.rateLimit < 0:
 		return usagef("--rate-limit must be 0 (no limit) or more")
-	case f.mistake != "" && !slices.Contains(wrong.Names(), f.mistake):
+	case f.broken != "" && !slices.Contains(wrong.Names(), f.broken):
 		return usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
 	}
 	if !loopback(f.addr) {
@@ -156,7 +156,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 
 	var handler api.Handler = &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: f.lockTTL}}
-	if b, ok := wrong.Lookup(f.mistake); ok {
+	if b, ok := wrong.Lookup(f.broken); ok {
 		handler = b.New(pool, f.lockTTL)
 		fmt.Fprintf(a.io.Err, "bank: BROKEN ON PURPOSE: serving with the mistake %q (%s)\n", b.Name, b.Summary)
 	}
