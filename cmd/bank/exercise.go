@@ -144,7 +144,7 @@ func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile
 			return scenarios.Ran{}, err
 		}
 		if run.tooMuch {
-			return scenarios.Ran{}, fmt.Errorf("your program printed more than %s; it was stopped", sizeOf(outputLimit))
+			return scenarios.Ran{}, nof("your program printed more than %s; it was stopped", sizeOf(outputLimit))
 		}
 		return scenarios.Ran{Printed: run.stdout, Failed: run.failed()}, nil
 	})
@@ -168,7 +168,7 @@ func (a *app) checkExercise(ctx context.Context, ex *scenarios.Exercise, sqlFile
 		return nil
 	}
 	fmt.Fprintf(w, "\nnot yet. A hint: bank exercise %s --hint\n", ex.Name)
-	return silentExit{exitNotAsTaught}
+	return silentExit{exitNo}
 }
 
 func printFindings(w io.Writer, attempt scenarios.Attempt, color bool) {
@@ -214,7 +214,7 @@ func (a *app) showSolution(ctx context.Context, ex *scenarios.Exercise) error {
 	fmt.Fprintf(w, "run by the lab on the database a program gets, it printed:\n%s\n\nchecked as yours is:\n", indent(strings.TrimRight(printed, "\n")))
 	printFindings(w, attempt, color)
 	if !attempt.Passed() {
-		return silentExit{exitNotAsTaught}
+		return silentExit{exitNo}
 	}
 	return nil
 }

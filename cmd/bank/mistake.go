@@ -97,7 +97,7 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(a.io.Err, "bank: did not come out as the lesson teaches: %s\n", strings.Join(failed, ", "))
-		return silentExit{exitNotAsTaught}
+		return silentExit{exitNo}
 	}
 	return nil
 }

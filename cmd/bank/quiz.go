@@ -155,7 +155,7 @@ func (a *app) quiz(ctx context.Context, seed uint64, draw []scenarios.Question, 
 		printScore(w, res.Score, len(draw))
 	}
 	if !res.Passed {
-		return silentExit{exitNotAsTaught}
+		return silentExit{exitNo}
 	}
 	return nil
 }

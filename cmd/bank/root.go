@@ -45,18 +45,21 @@ func run(ctx context.Context, args []string, io stdio, getenv func(string) strin
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
-	if err != nil {
-		var s silentExit
-		if !errors.As(err, &s) {
-			msg := err.Error()
-			if ctx.Err() != nil {
-				msg = "interrupted"
-				err = context.Canceled
-			}
-			fmt.Fprintln(io.Err, "bank: "+msg)
-		}
+	if err != nil && ctx.Err() != nil {
+		err = context.Canceled // whatever broke on the way out, Ctrl-C came first
 	}
-	return exitCode(err)
+	code := exitCode(err)
+	var s silentExit
+	switch {
+	case err == nil || errors.As(err, &s):
+	case code == exitInterrupted:
+		fmt.Fprintln(io.Err, "bank: interrupted")
+	case code == exitInternal:
+		fmt.Fprintf(io.Err, "bank: internal error (the lab itself failed, exit %d): %v\n", exitInternal, err)
+	default:
+		fmt.Fprintln(io.Err, "bank: "+err.Error())
+	}
+	return code
 }
 
 func (a *app) rootCommand() *cobra.Command {
