@@ -44,7 +44,8 @@ checks.
 
 Exit status: 0 when the invariants held under load, 1 when one broke (the
 ratios' targets are reported, never an exit status), 2 for a bad command
-line, 3 when PostgreSQL or bank serve could not be started.`,
+line, 3 when PostgreSQL or bank serve could not be started. The figures
+measured on the development machine: bank help bench.`,
 		Example: `  bank bench
   bank bench --clients 8 --duration 10s --json`,
 		Args: cobra.NoArgs,

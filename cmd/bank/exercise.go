@@ -45,7 +45,7 @@ solution, runs it and checks it as yours would be checked.
 A program is stopped after 30 seconds, or as soon as it prints more than 1 MiB.
 
 Exit status: 0 passed, 1 not yet, 2 for a bad command line, 3 when PostgreSQL
-or your program could not be started.`,
+or your program could not be started. More: bank help exercise.`,
 		Example: `  bank exercise list
   bank exercise ship
   bank exercise ship -- node ship.js

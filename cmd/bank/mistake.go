@@ -21,7 +21,9 @@ fresh bank, first with the mistake and then without it, and their invariant
 checks side by side.
 
 Exit status: 0 when the mistake did its damage and the fix held, 1 when not,
-2 for a bad command line, 3 when PostgreSQL could not be started or reached.`,
+2 for a bad command line, 3 when PostgreSQL could not be started or reached.
+
+Each mistake, and bank serve --break: bank help mistakes.`,
 		Example: `  bank mistake list
   bank mistake no-fencing
   bank mistake all

@@ -39,7 +39,7 @@ pass; the next try draws a different five (--seed repeats a draw).
 On a terminal it asks; in a script give the answers: --answers 2,1,3,4,1.
 
 Exit status: 0 passed, 1 not yet, 2 for a bad command line, 3 when
-PostgreSQL could not be started or reached.`,
+PostgreSQL could not be started or reached. More: bank help quiz.`,
 		Example: `  bank quiz
   bank quiz --seed 12 --answers 2,1,3,4,1
   bank quiz --seed 12 --answers 2,1,3,4,1 --json`,

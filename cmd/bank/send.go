@@ -56,7 +56,7 @@ draft is kept, and "bank status" asks the server what happened.
 
 Exit status: 0 the transfer was made, 1 the bank refused it, 2 bad command
 line, 3 the server could not be reached (nothing was sent), 4 the outcome is
-unknown.`,
+unknown. The client and the draft: bank help send.`,
 		Example: `  bank send --from 1 --to 2 --amount-kobo 1000000
   bank send --resume
   bank send --token token-bola --from 2 --to 1 --amount-kobo 50000`,

@@ -53,7 +53,8 @@ matching its reply; a changed body refused; no key left in progress.
 
 Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
 (exit 4) when a fault kind never happened, so a quiet run cannot pass as proof.
---break runs the replicas with a mistake; the checker must then say invalid.`,
+--break runs the replicas with a mistake; the checker must then say invalid.
+How to read the report, and a measured run: bank help torture.`,
 		Example: `  bank torture --seed 1
   bank torture --seed 1 --break no-fencing`,
 		Args: cobra.NoArgs,
