@@ -37,7 +37,12 @@ a replay; the same with every request sent twice at once; and the handler
 with idempotency switched off. The modes take turns in --rounds rounds, so a
 slow spell on a shared machine falls on all of them. Prints throughput, p50,
 p99 and the server's peak RSS, the ratios that matter, and the invariant
-checks.`,
+checks.
+
+Exit status: 0 when the invariants held under load, 1 when one broke (the
+ratios' targets are reported, never an exit status), 2 for a bad command
+line, 3 when PostgreSQL or bank serve could not be started. The figures
+measured on the development machine: bank help bench.`,
 		Example: `  bank bench
   bank bench --clients 8 --duration 10s --json`,
 		Args: cobra.NoArgs,
@@ -75,7 +80,7 @@ func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
 	cfg.Serve = func(ctx context.Context, args ...string) (string, int, func() error, error) {
 		p, err := procs.Serve(ctx, binary, bdb.URL, args...)
 		if err != nil {
-			return "", 0, nil, err
+			return "", 0, nil, envError("%w", err)
 		}
 		return p.Addr, p.PID(), p.Stop, nil
 	}
@@ -96,7 +101,7 @@ func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
 		a.printBench(rep)
 	}
 	if !rep.Holds {
-		return fmt.Errorf("an invariant broke under load: %s", strings.Join(rep.Checks, "; "))
+		return nof("an invariant broke under load: %s", strings.Join(rep.Checks, "; "))
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ solution, runs it and checks it as yours would be checked.
 A program is stopped after 30 seconds, or as soon as it prints more than 1 MiB.
 
 Exit status: 0 passed, 1 not yet, 2 for a bad command line, 3 when PostgreSQL
-or your program could not be started.`,
+or your program could not be started. More: bank help exercise.`,
 		Example: `  bank exercise list
   bank exercise ship
   bank exercise ship -- node ship.js
@@ -144,7 +144,7 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 			return practice.Ran{}, err
 		}
 		if run.tooMuch {
-			return practice.Ran{}, fmt.Errorf("your program printed more than %s; it was stopped", sizeOf(outputLimit))
+			return practice.Ran{}, nof("your program printed more than %s; it was stopped", sizeOf(outputLimit))
 		}
 		return practice.Ran{Printed: run.stdout, Failed: run.failed()}, nil
 	})
@@ -168,7 +168,7 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 		return nil
 	}
 	fmt.Fprintf(w, "\nnot yet. A hint: bank exercise %s --hint\n", ex.Name)
-	return silentExit{exitNotAsTaught}
+	return silentExit{exitNo}
 }
 
 func printFindings(w io.Writer, attempt practice.Attempt, color bool) {
@@ -214,7 +214,7 @@ func (a *app) showSolution(ctx context.Context, ex *practice.Exercise) error {
 	fmt.Fprintf(w, "run by the lab on the database a program gets, it printed:\n%s\n\nchecked as yours is:\n", indent(strings.TrimRight(printed, "\n")))
 	printFindings(w, attempt, color)
 	if !attempt.Passed() {
-		return silentExit{exitNotAsTaught}
+		return silentExit{exitNo}
 	}
 	return nil
 }

@@ -120,33 +120,33 @@ func TestExercises(t *testing.T) {
 		{"ship, right", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship.sh", shipRight)}, exitOK, []string{"passed: every check holds"}},
 		{"ship, right in its own words", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship-own.sh", shipOwnWords)}, exitOK,
 			[]string{`ok       line 2 (order 1 again) succeeds and says it was already shipped: printed "ok, already shipped"`, "passed"}},
-		{"ship, an error on the second call", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship2.sh", shipErrsTwice)}, exitNotAsTaught,
+		{"ship, an error on the second call", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship2.sh", shipErrsTwice)}, exitNo,
 			[]string{`NOT YET  line 2 (order 1 again) succeeds and says it was already shipped: printed "error: order is shipped": the second call must still succeed`, "ok       order 1 is 'shipped'"}},
-		{"ship, a cancelled order shipped", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship3.sh", shipAnything)}, exitNotAsTaught,
+		{"ship, a cancelled order shipped", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship3.sh", shipAnything)}, exitNo,
 			[]string{"NOT YET  order 2 is still 'cancelled': the database shows order 2 'shipped': only a paid order may be shipped",
 				`NOT YET  line 3 (order 2) is an error saying it is cancelled: printed "shipped": a cancelled order must give an error`}},
-		{"ship, the right words and no work", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship4.sh", shipLies)}, exitNotAsTaught,
+		{"ship, the right words and no work", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship4.sh", shipLies)}, exitNo,
 			[]string{`NOT YET  line 1 (order 1) says it shipped: printed "shipped", but the database shows order 1 'paid'`,
 				"NOT YET  order 1 is 'shipped': the database shows order 1 'paid'"}},
 		{"cleanup, right", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c.sql", lessonDelete)}, exitOK, []string{"passed"}},
-		{"cleanup, deletes a key with a valid lock", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c2.sql", "DELETE FROM idempotency_keys WHERE created_at < $1 RETURNING key")}, exitNotAsTaught,
+		{"cleanup, deletes a key with a valid lock", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c2.sql", "DELETE FROM idempotency_keys WHERE created_at < $1 RETURNING key")}, exitNo,
 			[]string{"NOT YET  old-locked (in progress, two days old, its lock still valid) is kept: your clean-up deleted it",
 				"ok       the deleted: line names the keys the database shows deleted"}},
-		{"cleanup, ignores the age", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c3.sql", "DELETE FROM idempotency_keys WHERE $1::timestamptz IS NOT NULL AND (status = 'completed' OR locked_until < $2) RETURNING key")}, exitNotAsTaught,
+		{"cleanup, ignores the age", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c3.sql", "DELETE FROM idempotency_keys WHERE $1::timestamptz IS NOT NULL AND (status = 'completed' OR locked_until < $2) RETURNING key")}, exitNo,
 			[]string{"NOT YET  new-completed (completed an hour ago) is kept: your clean-up deleted it"}},
-		{"cleanup, a statement that does not run", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c4.sql", "DELETE FROM idempotency_keys WHERE created_at < $1 AND RETURNING key")}, exitNotAsTaught,
+		{"cleanup, a statement that does not run", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c4.sql", "DELETE FROM idempotency_keys WHERE created_at < $1 AND RETURNING key")}, exitNo,
 			[]string{"NOT YET  your statement runs: ERROR: syntax error"}},
-		{"cleanup, a statement without RETURNING", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c5.sql", strings.TrimSuffix(lessonDelete, " RETURNING key"))}, exitNotAsTaught,
+		{"cleanup, a statement without RETURNING", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c5.sql", strings.TrimSuffix(lessonDelete, " RETURNING key"))}, exitNo,
 			[]string{"NOT YET  the deleted: line names the keys the database shows deleted: the database shows old-completed and old-stuck deleted, but your statement returned no key: end it with RETURNING key",
 				"ok       old-completed (completed, two days old) is deleted: the database shows it deleted"}},
-		{"cleanup, a program that prints no RETURNING rows", []string{"exercise", "cleanup", "--", "sh", learnerFile(t, "c6.sh", cleanupNoReturning)}, exitNotAsTaught,
+		{"cleanup, a program that prints no RETURNING rows", []string{"exercise", "cleanup", "--", "sh", learnerFile(t, "c6.sh", cleanupNoReturning)}, exitNo,
 			[]string{`NOT YET  the deleted: line names the keys the database shows deleted: the database shows old-completed and old-stuck deleted, but your program printed "deleted: []": print the keys your DELETE returned (RETURNING key)`,
 				"ok       the kept: line", "ok       old-completed (completed, two days old) is deleted", "ok       old-locked"}},
-		{"a program that fails shows its error whole", []string{"exercise", "cleanup", "--", "sh", learnerFile(t, "crash.sh", crashes)}, exitNotAsTaught,
+		{"a program that fails shows its error whole", []string{"exercise", "cleanup", "--", "sh", learnerFile(t, "crash.sh", crashes)}, exitNo,
 			[]string{"NOT YET  your program runs to the end: it exited with status 3", "your program's standard error, the last 40 lines:\n  stack line 12\n",
 				"  stack line 50\n  error: duplicate key value violates unique constraint\n", "that is: a key your program inserts is there already"}},
 		{"should-retry, right", []string{"exercise", "should-retry", "--", "sh", learnerFile(t, "r.sh", retryRight)}, exitOK, []string{"passed"}},
-		{"should-retry, retries 422", []string{"exercise", "should-retry", "--", "sh", learnerFile(t, "r2.sh", retry422)}, exitNotAsTaught,
+		{"should-retry, retries 422", []string{"exercise", "should-retry", "--", "sh", learnerFile(t, "r2.sh", retry422)}, exitNo,
 			[]string{`NOT YET  line 5 (422) says false: printed "422 true": 422 means the bank refused the request itself (too little money, a frozen account, or a key already used for another request): the same request fails the same way every time`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestExerciseUsageAndEnvironment(t *testing.T) {
 func TestExerciseOutputIsBounded(t *testing.T) {
 	t.Parallel()
 	r := cli(t, nil, "exercise", "ship", "--", "sh", "-c", "yes")
-	if r.code != exitNotAsTaught || !strings.Contains(r.stderr, "your program printed more than 1 MiB; it was stopped") {
+	if r.code != exitNo || !strings.Contains(r.stderr, "your program printed more than 1 MiB; it was stopped") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	oneLine(t, r)
@@ -376,7 +376,7 @@ func checkPorted(t *testing.T, runner, dir string, cases []portedCase) {
 		t.Run(c.file, func(t *testing.T) {
 			t.Parallel()
 			r := cli(t, nil, "exercise", c.exercise, "--", runner, filepath.Join(dir, c.file))
-			if c.pass != (r.code == exitOK) || !c.pass && r.code != exitNotAsTaught {
+			if c.pass != (r.code == exitOK) || !c.pass && r.code != exitNo {
 				t.Fatalf("exit %d, want it to pass: %t\n%s%s", r.code, c.pass, r.stdout, r.stderr)
 			}
 			_, report, _ := strings.Cut(r.stdout, "== checking")
@@ -434,7 +434,7 @@ func TestLearnersSQLIsNotSuperuser(t *testing.T) {
 	for _, stmt := range []string{"COPY (SELECT 1) TO PROGRAM 'id'", "SELECT pg_read_file('PG_VERSION')"} {
 		cmd := command(t, cache, "exercise", "cleanup", "--sql", learnerFile(t, "evil.sql", stmt))
 		out, err := cmd.CombinedOutput()
-		if code := exitOf(err); code != exitNotAsTaught || !strings.Contains(string(out), "SQLSTATE 42501") {
+		if code := exitOf(err); code != exitNo || !strings.Contains(string(out), "SQLSTATE 42501") {
 			t.Errorf("%s: exit %d, want 1 and a permission error (42501):\n%s", stmt, code, out)
 		}
 	}

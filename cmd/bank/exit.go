@@ -4,18 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank/pgserver"
 )
 
-// Exit codes, in one place.
+// Exit codes, in one place: each means one thing, for every command
+// (bank help exit-codes is the table a learner reads).
 const (
-	exitOK          = 0   // the lesson reproduced; the command did its job
-	exitNotAsTaught = 1   // a scenario's outcome differs from its lesson; or the command failed
-	exitUsage       = 2   // bad command line
-	exitEnv         = 3   // PostgreSQL could not be found, started or reached; a port is taken
-	exitUnknown     = 4   // bank send gave up: the transfer's outcome is unknown
-	exitInterrupted = 130 // Ctrl-C
+	exitOK          = 0   // done: the lesson came out as taught, the check passed, the transfer was made
+	exitNo          = 1   // the verdict is no: not as taught, a failed grade, exercise or quiz, a refused transfer, torture invalid
+	exitUsage       = 2   // bad command line (or a setting in the environment that stands for one)
+	exitEnv         = 3   // the machine: PostgreSQL, a port, a file, a program that cannot be run or reached
+	exitUnknown     = 4   // no verdict: bank send gave up with the outcome unknown, torture's verdict unknown
+	exitInternal    = 5   // the lab itself broke: an error that is none of the above
+	exitInterrupted = 130 // Ctrl-C (SIGINT) or SIGTERM
 )
 
 // usageError is a mistake on the command line.
@@ -24,6 +34,14 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// noError is a verdict of no, with its one line: the answer the command
+// exists to give, not a failure of the command.
+type noError struct{ msg string }
+
+func (e noError) Error() string { return e.msg }
+
+func nof(format string, args ...any) error { return noError{fmt.Sprintf(format, args...)} }
 
 // envError is an environment failure that is not PostgreSQL's.
 func envError(format string, args ...any) error {
@@ -37,8 +55,8 @@ func (e silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func exitCode(err error) int {
 	var u usageError
+	var no noError
 	var s silentExit
-	var env *pgserver.Error
 	switch {
 	case err == nil:
 		return exitOK
@@ -48,8 +66,35 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.As(err, &env):
+	case errors.As(err, &no):
+		return exitNo
+	case fromEnvironment(err):
 		return exitEnv
 	}
-	return exitNotAsTaught
+	return exitInternal
+}
+
+// fromEnvironment reports whether err says the machine failed the lab
+// rather than the lab failing: PostgreSQL not started, not reached, gone,
+// full or shutting down; the network; a file the lab could not read or
+// write; a program it could not run.
+func fromEnvironment(err error) bool {
+	var env *pgserver.Error
+	var connect *pgconn.ConnectError
+	var network net.Error
+	var path *fs.PathError
+	var link *os.LinkError
+	var run *exec.Error
+	var pg *pgconn.PgError
+	switch {
+	case errors.As(err, &env), errors.As(err, &connect), errors.As(err, &network),
+		errors.As(err, &path), errors.As(err, &link), errors.As(err, &run):
+		return true
+	case errors.As(err, &pg):
+		// 08 connection exception, 53 insufficient resources (disk full,
+		// out of memory, too many connections), 57P the server shutting
+		// down or refusing connections, 58 system error (an I/O error).
+		return len(pg.Code) == 5 && (slices.Contains([]string{"08", "53", "58"}, pg.Code[:2]) || strings.HasPrefix(pg.Code, "57P"))
+	}
+	return false
 }

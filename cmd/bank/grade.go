@@ -40,7 +40,11 @@ tap, a storm of copies, a crash mid-transfer, a server paused past its lock.
 Each check is one line on the report card, with the mistake of the lesson a
 failure looks like and the command that shows it done right.
 
-See the contract (what the server must answer) with bank grade --contract.`,
+See the contract (what the server must answer) with bank grade --contract,
+and what each check proves, and how, with bank help grade.
+
+Exit status: 0 when every required check passes, 1 when one fails, 2 for a
+bad command line, 3 when the server cannot be run or never listens.`,
 		Example: `  bank grade --contract
   bank grade -- node server.js
   bank grade -- python3 app.py
@@ -142,7 +146,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		a.printGrade(rep, colour, command, f)
 	}
 	if !rep.Passed {
-		return silentExit{exitNotAsTaught}
+		return silentExit{exitNo}
 	}
 	return nil
 }

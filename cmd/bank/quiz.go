@@ -38,7 +38,7 @@ pass; the next try draws a different five (--seed repeats a draw).
 On a terminal it asks; in a script give the answers: --answers 2,1,3,4,1.
 
 Exit status: 0 passed, 1 not yet, 2 for a bad command line, 3 when
-PostgreSQL could not be started or reached.`,
+PostgreSQL could not be started or reached. More: bank help quiz.`,
 		Example: `  bank quiz
   bank quiz --seed 12 --answers 2,1,3,4,1
   bank quiz --seed 12 --answers 2,1,3,4,1 --json`,
@@ -154,7 +154,7 @@ func (a *app) quiz(ctx context.Context, seed uint64, draw []practice.Question, g
 		printScore(w, res.Score, len(draw))
 	}
 	if !res.Passed {
-		return silentExit{exitNotAsTaught}
+		return silentExit{exitNo}
 	}
 	return nil
 }

@@ -45,18 +45,21 @@ func run(ctx context.Context, args []string, io stdio, getenv func(string) strin
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
-	if err != nil {
-		var s silentExit
-		if !errors.As(err, &s) {
-			msg := err.Error()
-			if ctx.Err() != nil {
-				msg = "interrupted"
-				err = context.Canceled
-			}
-			fmt.Fprintln(io.Err, "bank: "+msg)
-		}
+	if err != nil && ctx.Err() != nil {
+		err = context.Canceled // whatever broke on the way out, Ctrl-C came first
 	}
-	return exitCode(err)
+	code := exitCode(err)
+	var s silentExit
+	switch {
+	case err == nil || errors.As(err, &s):
+	case code == exitInterrupted:
+		fmt.Fprintln(io.Err, "bank: interrupted")
+	case code == exitInternal:
+		fmt.Fprintf(io.Err, "bank: internal error (the lab itself failed, exit %d): %v\n", exitInternal, err)
+	default:
+		fmt.Fprintln(io.Err, "bank: "+err.Error())
+	}
+	return code
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -78,12 +81,17 @@ at once), bank bench (what idempotency costs), and bank grade -- CMD (the
 lesson's faults thrown at your own server, in any language).
 
 PostgreSQL: bank starts a private server of its own (an installed PostgreSQL,
-or one fetched by embedded-postgres) unless you give --database-url.`,
+or one fetched by embedded-postgres) unless you give --database-url.
+
+The manual is in bank help TOPIC; the topics are listed at the end.`,
 		Version:       version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if _, ok := lookupTopic(args[0]); ok {
+					return usagef("%s is a help topic, not a command: bank help %s%s", args[0], args[0], strings.Replace(didYouMean(args[0], commandNames(cmd)), "(did you mean ", "(or did you mean bank ", 1))
+				}
 				return usagef("unknown command %q%s; commands: %s (see bank --help)", args[0], didYouMean(args[0], commandNames(cmd)), strings.Join(commandNames(cmd), ", "))
 			}
 			return nil
@@ -94,6 +102,7 @@ or one fetched by embedded-postgres) unless you give --database-url.`,
 		return usagef("%v (see %s --help)", err, cmd.CommandPath())
 	})
 	root.SetHelpCommand(helpCommand(root))
+	withTopics(root)
 	f := root.PersistentFlags()
 	f.StringVar(&a.databaseURL, "database-url", "", "use this PostgreSQL instead of a private one (default $DATABASE_URL)")
 	f.StringVar(&a.pgBinaries, "pg-binaries", "", "PostgreSQL installation to run (default $BANK_PG_BINARIES, else found or fetched)")
@@ -215,22 +224,4 @@ func (d *database) close() error {
 		return d.server.Stop()
 	}
 	return nil
-}
-
-// helpCommand is cobra's help, except that an unknown NAME is a usage
-// error (exit 2, with a suggestion), as an unknown command is; cobra's
-// own prints the root's help and exits 0.
-func helpCommand(root *cobra.Command) *cobra.Command {
-	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			target, rest, err := root.Find(args)
-			if err != nil || len(rest) > 0 || (target == root && len(args) > 0) {
-				name := strings.Join(args, " ")
-				return usagef("no help for %q%s: the commands are %s (see bank --help)", name, didYouMean(args[len(args)-1], commandNames(root)), strings.Join(commandNames(root), ", "))
-			}
-			return target.Help()
-		},
-	}
 }

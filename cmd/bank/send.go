@@ -55,7 +55,8 @@ and --deadline. When it gives up, the outcome is unknown, not failed: the
 draft is kept, and "bank status" asks the server what happened.
 
 Exit status: 0 the transfer was made, 1 the bank refused it, 2 bad command
-line, 4 outcome unknown.`,
+line, 3 the server could not be reached (nothing was sent), 4 the outcome is
+unknown. The client and the draft: bank help send.`,
 		Example: `  bank send --from 1 --to 2 --amount-kobo 1000000
   bank send --resume
   bank send --token token-bola --from 2 --to 1 --amount-kobo 50000`,
@@ -105,7 +106,7 @@ func loadDraft(path string) (*draft, error) {
 	}
 	var d draft
 	if err := json.Unmarshal(raw, &d); err != nil || d.Key == "" {
-		return nil, fmt.Errorf("the draft file %s is damaged: look at it, then delete it", path)
+		return nil, envError("the draft file %s is damaged: look at it, then delete it", path)
 	}
 	// The body goes again as it went the first time: one line, not the
 	// file's indented copy.
@@ -240,7 +241,7 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	os.Remove(path) // a definitive answer: the intent is settled
 	fmt.Fprintf(a.io.Out, "server answered %d: %s\n", res.Status, res.Body)
 	if res.Status/100 != 2 {
-		return fmt.Errorf("the bank refused the transfer: %s", errorCode(res.Body))
+		return nof("the bank refused the transfer: %s", errorCode(res.Body))
 	}
 	return nil
 }

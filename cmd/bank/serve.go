@@ -42,7 +42,7 @@ func (a *app) serveCommand() *cobra.Command {
 		Short: "Run the transfer API over HTTP on a fresh, seeded bank",
 		Long: `Serve the lesson's transfer API on a fresh copy of the bank (Ada, Bola and
 Chidi) until Ctrl-C. Bearer tokens token-ada, token-bola and token-chidi stand
-for users 1, 2 and 3. See the README for every endpoint, status and error code.
+for users 1, 2 and 3. Every endpoint, status and error code: bank help serve.
 
 Run as an app (PORT in its environment, as bank grade and process managers
 do), it listens on 127.0.0.1:$PORT, takes its lock TTL from LOCK_TTL_MS, and

@@ -52,8 +52,9 @@ identical definitive replies; every 2xx-acknowledged transfer present and
 matching its reply; a changed body refused; no key left in progress.
 
 Verdict: valid (exit 0), invalid (exit 1, with the offending keys), or unknown
-(exit 3) when a fault kind never happened, so a quiet run cannot pass as proof.
---break runs the replicas with a mistake; the checker must then say invalid.`,
+(exit 4) when a fault kind never happened, so a quiet run cannot pass as proof.
+--break runs the replicas with a mistake; the checker must then say invalid.
+How to read the report, and a measured run: bank help torture.`,
 		Example: `  bank torture --seed 1
   bank torture --seed 1 --break no-fencing`,
 		Args: cobra.NoArgs,
@@ -153,9 +154,11 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	case "valid":
 		return nil
 	case "invalid":
-		return silentExit{exitNotAsTaught}
+		return silentExit{exitNo}
+	case "unknown":
+		return silentExit{exitUnknown}
 	}
-	return silentExit{exitEnv}
+	return fmt.Errorf("torture gave the verdict %q, which is none of valid, invalid and unknown", rep.Verdict)
 }
 
 func (a *app) printTorture(rep torture.Report) {
@@ -230,7 +233,7 @@ func (r *replica) Restart() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		return err
+		return envError("%w", err)
 	}
 	r.mu.Lock()
 	r.p = p
