@@ -335,7 +335,9 @@ func (t *trial) waitBlocked(pid int, p *pending, bound time.Duration) int {
 func (t *trial) waitTaken(pid int, bound time.Duration) bool {
 	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		var taken bool
-		t.must(t.db.QueryRow(t.ctx, `SELECT COALESCE(a.state <> 'active' OR a.backend_xid = c.xmax, true)
+		// (Until it has taken a row, the session may have no xid at all:
+		// that is "not yet", never "taken".)
+		t.must(t.db.QueryRow(t.ctx, `SELECT a.pid IS NULL OR a.state <> 'active' OR COALESCE(a.backend_xid = c.xmax, false)
 			FROM accounts c LEFT JOIN pg_stat_activity a ON a.pid = $1 WHERE c.id = 1`, pid).Scan(&taken))
 		if taken {
 			return true
