@@ -37,11 +37,11 @@ var Consumer = &lab.Scenario{
 				return int(p / per), err
 			}
 		}
-		send := func(user int64, body string) error {
+		send := func(user int64, r bank.Request) error {
 			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-				o, err := bank.Transfer(ctx, tx, user, []byte(body))
+				o, err := bank.Transfer(ctx, tx, user, r)
 				if err != nil || o.Receipt == nil {
-					return fmt.Errorf("transfer: %v %s", err, o.Label())
+					return fmt.Errorf("transfer: %v %v", err, o.Refusal)
 				}
 				msg, _ := json.Marshal(o.Receipt)
 				queue.Publish(fmt.Sprintf("transfer-%d", o.Receipt.TransferID), string(msg))
@@ -53,7 +53,7 @@ var Consumer = &lab.Scenario{
 		lab.Part("broken: no record of processed events")
 		lab.Intent("Ada's ₦10,000 transfer", 1, 2, 1_000_000, 1)
 		lab.Effect("Ada's 10 points for it", 1, points(1, 10)).ShownBroken()
-		if err := send(1, adaPaysBola); err != nil {
+		if err := send(1, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000}); err != nil {
 			return err
 		}
 		if err := consume(ctx, lab, queue, "points only", true, rewardWithoutRecord); err != nil {
@@ -66,7 +66,7 @@ var Consumer = &lab.Scenario{
 		lab.Part("safe: processed_events")
 		lab.Intent("Bola's ₦2,000 transfer", 2, 1, 200_000, 1)
 		lab.Effect("Bola's 2 points for it", 1, points(2, 2))
-		if err := send(2, `{"from": 2, "to": 1, "amountKobo": 200000}`); err != nil {
+		if err := send(2, bank.Request{From: 2, To: 1, AmountKobo: 200_000}); err != nil {
 			return err
 		}
 		safe := func(ctx context.Context, tx pgx.Tx, id string, r bank.Receipt) (bool, error) {

@@ -60,9 +60,9 @@ var Outbox = &lab.Scenario{
 		lab.Intent("the ₦5,000 transfer", 1, 2, 500_000, 1)
 		lab.Effect("the SMS for the ₦5,000 transfer", 1, delivered("Ada: You sent ₦5,000 to Bola"))
 		err = pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-			o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 500000}`))
+			o, err := bank.Transfer(ctx, tx, 1, bank.Request{From: 1, To: 2, AmountKobo: 500_000})
 			if err != nil || o.Receipt == nil {
-				return errors.Join(err, fmt.Errorf("transfer refused: %s", o.Label()))
+				return errors.Join(err, fmt.Errorf("transfer refused: %v", o.Refusal))
 			}
 			lab.Say("transfer %d (%s to Bola) and its outbox message committed together", o.Receipt.TransferID, bank.Naira(o.Receipt.AmountKobo))
 			return bank.Notice(ctx, tx, *o.Receipt)
@@ -112,7 +112,7 @@ func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms
 	if err != nil {
 		return err
 	}
-	o, err := bank.Transfer(ctx, tx, 1, []byte(adaPaysBola))
+	o, err := bank.Transfer(ctx, tx, 1, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000})
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms
 func sendAfterCommit(ctx context.Context, lab *lab.Lab) error {
 	var id int64
 	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-		o, err := bank.Transfer(ctx, tx, 1, []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`))
+		o, err := bank.Transfer(ctx, tx, 1, bank.Request{From: 1, To: 2, AmountKobo: 200_000})
 		if o.Receipt != nil {
 			id = o.Receipt.TransferID
 		}

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
 )
 
@@ -41,7 +43,7 @@ var Race = &lab.Scenario{
 		}
 		topUp := func() error {
 			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-				_, err := bank.Transfer(ctx, tx, 1, []byte(adaPaysBola))
+				_, err := api.Transfer(ctx, tx, 1, []byte(adaPaysBola))
 				return err
 			})
 		}
@@ -89,19 +91,19 @@ var Race = &lab.Scenario{
 		if txA, txB, err = begin2(ctx, a, b); err != nil {
 			return err
 		}
-		first, err := bank.Transfer(ctx, txA, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
+		first, err := api.Transfer(ctx, txA, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
 		if err != nil {
 			return err
 		}
-		lab.Say("transfer A locks Bola's row and debits: %d %s, not yet committed", first.Status, first.Label())
+		lab.Say("transfer A locks Bola's row and debits: %d %s, not yet committed", first.Status, transferLabel(first.Body))
 		type result struct {
-			o   bank.Outcome
-			err error
+			resp idem.Response
+			err  error
 		}
 		second := make(chan result, 1)
 		go func() {
-			o, err := bank.Transfer(ctx, txB, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
-			second <- result{o, err}
+			resp, err := api.Transfer(ctx, txB, 2, []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`))
+			second <- result{resp, err}
 		}()
 		if err := lab.WaitBlocked(ctx, b, a); err != nil {
 			return err
@@ -117,7 +119,7 @@ var Race = &lab.Scenario{
 		if err := txB.Commit(ctx); err != nil {
 			return err
 		}
-		lab.Reply(outcome(r.o), "A commits; B runs on the new balance: %d %s", r.o.Status, r.o.Label())
+		lab.Reply(r.resp, "A commits; B runs on the new balance: %d %s", r.resp.Status, transferLabel(r.resp.Body))
 		return lab.Balances(ctx, "")
 	},
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
@@ -50,9 +49,6 @@ var (
 func answer(res client.Result) idem.Response {
 	return idem.Response{Status: res.Status, Replayed: res.Replayed, Body: res.Body}
 }
-
-// outcome is a bank outcome as the response the API would send.
-func outcome(o bank.Outcome) idem.Response { return idem.Response{Status: o.Status, Body: o.Body()} }
 
 // nodeObject writes a flat JSON object the way the lesson's Node prints
 // one with console.log (util.inspect): keys bare, strings in single
