@@ -1,7 +1,8 @@
 // Package bank is the lesson's bank, written correctly: the schema and
 // seed, naira formatting, the balances line, and the transfer with every
 // rule of the lesson. Code that is wrong on purpose lives in the scenario
-// that teaches it, never here.
+// that teaches it, never here. The bank knows no HTTP: it takes a Request
+// and answers with a Receipt or a Refusal; bank/api owns the wire.
 package bank
 
 import (

@@ -1,18 +1,12 @@
 package bank
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
-	"net/http"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/zudojs/bank/idem"
 )
 
 // DB is what the bank's functions need: a pool, a connection or a
@@ -23,114 +17,69 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Request is a validated transfer request: whole kobo, account numbers.
+// Request is a transfer request: from one account to another, in whole
+// kobo. How it arrived (a JSON body, a lesson's literal) is the caller's
+// business; the rules it must meet are the bank's (see Validate).
 type Request struct {
 	From, To, AmountKobo int64
 }
 
-// Receipt is the body of a successful transfer (201).
+// Receipt is what a transfer that went through leaves behind.
 type Receipt struct {
-	TransferID  int64 `json:"transferId"`
-	From        int64 `json:"from"`
-	To          int64 `json:"to"`
-	AmountKobo  int64 `json:"amountKobo"`
-	BalanceKobo int64 `json:"balanceKobo"`
+	TransferID  int64
+	From, To    int64
+	AmountKobo  int64
+	BalanceKobo int64 // the sender's balance after the debit
 }
 
-// Problem is the body of a refusal: a machine-readable code and a
-// message, the same type as idem's own refusals.
-type Problem = idem.ProblemBody
+// Code names a rule of the bank that refused a transfer. Codes are
+// stable: callers match on them (the API maps each to its status), and
+// transcripts print them.
+type Code string
 
-// Outcome is the answer to a transfer request. A refusal is an ordinary
-// outcome, not an error: errors are for things that went wrong.
+// The bank's refusals, in the order a transfer checks them.
+const (
+	InvalidAmount        Code = "invalid_amount"
+	SameAccount          Code = "same_account"
+	AccountNotFound      Code = "account_not_found"
+	AccountNotActive     Code = "account_not_active"
+	RecipientUnavailable Code = "recipient_unavailable"
+	InsufficientFunds    Code = "insufficient_funds"
+)
+
+// Refusal is the bank saying no: which rule, and a message for people.
+// It is an answer, not an error: a refused request is final and is
+// answered the same way every time, while an error means something went
+// wrong and the transaction must roll back.
+type Refusal struct {
+	Code    Code
+	Message string
+}
+
+// String is the code and the message, for logs and error messages.
+func (r Refusal) String() string { return string(r.Code) + ": " + r.Message }
+
+// Outcome is the bank's answer to a transfer request: a receipt, or a
+// refusal. Exactly one is set, except alongside an error, when neither is.
 type Outcome struct {
-	Status  int
-	Receipt *Receipt // when Status is 201
-	Problem *Problem // otherwise
+	Receipt *Receipt
+	Refusal *Refusal
 }
 
-// Body is the outcome as JSON, the way the API sends it.
-func (o Outcome) Body() []byte {
-	var v any = o.Problem
-	if o.Receipt != nil {
-		v = o.Receipt
-	}
-	b, _ := json.Marshal(v)
-	return b
+func refuse(code Code, format string, args ...any) Outcome {
+	return Outcome{Refusal: &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
-// Label is the short form scenarios print: "transfer 1" or the error code.
-func (o Outcome) Label() string {
-	if o.Receipt != nil {
-		return fmt.Sprintf("transfer %d", o.Receipt.TransferID)
-	}
-	return o.Problem.Code
-}
-
-func refuse(status int, code, format string, args ...any) Outcome {
-	return Outcome{Status: status, Problem: &Problem{Code: code, Message: fmt.Sprintf(format, args...)}}
-}
-
-// ParseRequest reads a JSON body such as {"from":1,"to":2,"amountKobo":1000000}.
-// Accounts must be whole numbers and the amount a whole number of kobo
-// above zero that fits in int64: 10.5, "100", 1e400 and 2^63 are all
-// refused, never rounded or wrapped.
-func ParseRequest(body []byte) (Request, *Outcome) {
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil || fields == nil || dec.More() {
-		o := refuse(http.StatusBadRequest, "invalid_json", "the body must be one JSON object such as {\"from\":1,\"to\":2,\"amountKobo\":1000000}")
-		return Request{}, &o
-	}
-	var r Request
-	var okFrom, okTo, okAmount bool
-	r.From, okFrom = wholeNumber(fields["from"], 1<<53-1)
-	r.To, okTo = wholeNumber(fields["to"], 1<<53-1)
-	r.AmountKobo, okAmount = wholeNumber(fields["amountKobo"], 1<<63-1)
+// Validate checks what the bank can tell from the request alone: an
+// amount above zero, and two different accounts.
+func (r Request) Validate() *Refusal {
 	switch {
-	case !okFrom || !okTo:
-		o := refuse(http.StatusBadRequest, "invalid_account", "from and to must be account numbers")
-		return r, &o
-	case !okAmount || r.AmountKobo <= 0:
-		o := refuse(http.StatusBadRequest, "invalid_amount", "amountKobo must be a whole number of kobo above 0")
-		return r, &o
+	case r.AmountKobo <= 0:
+		return refuse(InvalidAmount, "amountKobo must be a whole number of kobo above 0").Refusal
 	case r.From == r.To:
-		o := refuse(http.StatusUnprocessableEntity, "same_account", "an account cannot send money to itself")
-		return r, &o
+		return refuse(SameAccount, "an account cannot send money to itself").Refusal
 	}
-	return r, nil
-}
-
-// wholeNumber accepts a JSON number (not a string) that is an integer of
-// magnitude at most limit.
-func wholeNumber(raw json.RawMessage, limit int64) (int64, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-		return 0, false
-	}
-	if len(raw) > 400 { // far past any int64, in any notation
-		return 0, false
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) != nil {
-		return 0, false
-	}
-	r, ok := new(big.Rat).SetString(n.String())
-	if !ok || !r.IsInt() || r.Num().CmpAbs(big.NewInt(limit)) > 0 {
-		return 0, false
-	}
-	return r.Num().Int64(), true
-}
-
-// Transfer moves money for the authenticated user, checking everything it
-// can before the first write. Run it inside a transaction: if anything
-// after the first write fails, the caller's rollback undoes it all.
-func Transfer(ctx context.Context, tx DB, userID int64, body []byte) (Outcome, error) {
-	r, refused := ParseRequest(body)
-	if refused != nil {
-		return *refused, nil
-	}
-	return Execute(ctx, tx, userID, r)
+	return nil
 }
 
 // lockedAccount is what a transfer reads of an account it locks.
@@ -154,8 +103,13 @@ const (
 	RecordSQL = "INSERT INTO transfers (from_account, to_account, amount_kobo) VALUES ($1, $2, $3) RETURNING id"
 )
 
-// Execute runs a validated request. See Transfer.
-func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, error) {
+// Transfer moves money for the authenticated user, checking everything it
+// can before the first write. Run it inside a transaction: if anything
+// after the first write fails, the caller's rollback undoes it all.
+func Transfer(ctx context.Context, tx DB, userID int64, r Request) (Outcome, error) {
+	if refused := r.Validate(); refused != nil {
+		return Outcome{Refusal: refused}, nil
+	}
 	// Lock both accounts, lower id first. Every transfer takes its locks
 	// in that one order, so two transfers in opposite directions queue
 	// behind each other instead of each holding the row the other needs
@@ -179,20 +133,20 @@ func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, erro
 	}
 	if sender == nil || sender.Owner != userID {
 		// A stranger's account and a missing one look the same.
-		return refuse(http.StatusNotFound, "account_not_found", "account %d was not found", r.From), nil
+		return refuse(AccountNotFound, "account %d was not found", r.From), nil
 	}
 	if sender.Status != "active" {
-		return refuse(http.StatusUnprocessableEntity, "account_not_active", "account %d is %s", r.From, sender.Status), nil
+		return refuse(AccountNotActive, "account %d is %s", r.From, sender.Status), nil
 	}
 	if recipient == nil || recipient.Status != "active" {
-		return refuse(http.StatusUnprocessableEntity, "recipient_unavailable", "account %d cannot receive transfers", r.To), nil
+		return refuse(RecipientUnavailable, "account %d cannot receive transfers", r.To), nil
 	}
 
 	// The balance check and the debit are one statement.
 	var balance int64
 	err = tx.QueryRow(ctx, DebitSQL, r.AmountKobo, r.From).Scan(&balance)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return refuse(http.StatusUnprocessableEntity, "insufficient_funds", "the balance is too low for this transfer"), nil
+		return refuse(InsufficientFunds, "the balance is too low for this transfer"), nil
 	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("debit: %w", err)
@@ -205,7 +159,7 @@ func Execute(ctx context.Context, tx DB, userID int64, r Request) (Outcome, erro
 		r.From, r.To, r.AmountKobo).Scan(&id); err != nil {
 		return Outcome{}, fmt.Errorf("recording transfer: %w", err)
 	}
-	return Outcome{Status: http.StatusCreated, Receipt: &Receipt{
+	return Outcome{Receipt: &Receipt{
 		TransferID: id, From: r.From, To: r.To, AmountKobo: r.AmountKobo, BalanceKobo: balance,
 	}}, nil
 }

@@ -33,9 +33,9 @@ var Consumer = &lab.Scenario{
 		points := func(account, per int64) func(context.Context) (int, error) {
 			return lab.Counting("SELECT COALESCE((SELECT points FROM rewards WHERE account_id = $1), 0) / $2", account, per)
 		}
-		send := func(user int64, body string) {
+		send := func(user int64, req bank.Request) {
 			lab.Must(pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-				r := receipt(lab)(bank.Transfer(ctx, tx, user, []byte(body)))
+				r := receipt(lab)(bank.Transfer(ctx, tx, user, req))
 				msg, _ := json.Marshal(r)
 				queue.Publish(fmt.Sprintf("transfer-%d", r.TransferID), string(msg))
 				lab.Say("transfer %d made; event transfer-%d published", r.TransferID, r.TransferID)
@@ -46,14 +46,14 @@ var Consumer = &lab.Scenario{
 		lab.Part("broken: no record of processed events")
 		lab.Intent("Ada's ₦10,000 transfer", 1, 2, 1_000_000, 1)
 		lab.Effect("Ada's 10 points for it", 1, points(1, 10)).ShownBroken()
-		send(1, adaPaysBola)
+		send(1, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000})
 		consume(ctx, lab, queue, "points only", true, rewardWithoutRecord)
 		consume(ctx, lab, queue, "points only", false, rewardWithoutRecord)
 
 		lab.Part("safe: processed_events")
 		lab.Intent("Bola's ₦2,000 transfer", 2, 1, 200_000, 1)
 		lab.Effect("Bola's 2 points for it", 1, points(2, 2))
-		send(2, `{"from": 2, "to": 1, "amountKobo": 200000}`)
+		send(2, bank.Request{From: 2, To: 1, AmountKobo: 200_000})
 		safe := func(ctx context.Context, tx pgx.Tx, id string, r bank.Receipt) (bool, error) {
 			first, err := idem.FirstDelivery(ctx, tx, idem.Delivery{Consumer: "rewards", EventID: id, Now: lab.Clock.Now()})
 			if err != nil || !first {

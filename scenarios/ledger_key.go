@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
 )
@@ -44,9 +45,9 @@ var LedgerKey = &lab.Scenario{
 		r, err := api("tap-ledger-000000001", adaPaysBola, false)
 		lab.Must(err)
 		lab.Reply(r, "the API, through the key store: %d %s", r.Status, transferLabel(r.Body))
-		o, err := resendJob(ctx, lab, "tap-ledger-000000001", adaPaysBola, false)
+		resent, err := resendJob(ctx, lab, "tap-ledger-000000001", adaPaysBola, false)
 		lab.Must(err)
-		lab.Reply(outcome(o), "the resend job, around the key store: %d %s", o.Status, o.Label())
+		lab.Reply(resent, "the resend job, around the key store: %d %s", resent.Status, transferLabel(resent.Body))
 
 		lab.Part("safe: the ledger row carries the key, unique")
 		const fiveK = `{"from": 1, "to": 2, "amountKobo": 500000}`
@@ -69,22 +70,24 @@ var LedgerKey = &lab.Scenario{
 // ledgerTransfer is the lesson's transfer, which also stamps its ledger
 // row with the key when the ledger has the key column in use.
 func ledgerTransfer(ctx context.Context, tx pgx.Tx, key, body string, stamp bool) (idem.Response, error) {
-	o, err := bank.Transfer(ctx, tx, 1, []byte(body))
+	r, refused := api.ParseRequest([]byte(body))
+	if refused != nil {
+		return *refused, nil
+	}
+	o, err := bank.Transfer(ctx, tx, 1, r)
 	if err == nil && stamp && o.Receipt != nil {
 		err = bank.StampKey(ctx, tx, o.Receipt.TransferID, key)
 	}
-	return outcome(o), err
+	return api.Answer(o), err
 }
 
 // resendJob is BROKEN ON PURPOSE: a second code path that sends a request
 // again straight to the transfer, without asking the key store.
-func resendJob(ctx context.Context, lab *lab.Lab, key, body string, stamp bool) (bank.Outcome, error) {
-	var o bank.Outcome
+func resendJob(ctx context.Context, lab *lab.Lab, key, body string, stamp bool) (idem.Response, error) {
+	var resp idem.Response
 	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
-		if o, err = bank.Transfer(ctx, tx, 1, []byte(body)); err == nil && stamp && o.Receipt != nil {
-			err = bank.StampKey(ctx, tx, o.Receipt.TransferID, key)
-		}
+		resp, err = ledgerTransfer(ctx, tx, key, body, stamp)
 		return err
 	})
-	return o, err
+	return resp, err
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
@@ -42,12 +41,12 @@ never arrived and one that failed all look the same.
 		// BROKEN ON PURPOSE: the transfer, with no key; the network loses
 		// its first answer after the commit.
 		server := lab.Server("server", api.HandlerFunc(func(ctx context.Context, c api.Call) (idem.Response, error) {
-			var o bank.Outcome
+			var resp idem.Response
 			err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
-				o, err = bank.Transfer(ctx, tx, c.UserID, c.Body)
+				resp, err = api.Transfer(ctx, tx, c.UserID, c.Body)
 				return err
 			})
-			return outcome(o), err
+			return resp, err
 		}))
 		server.LoseNext(1) // committed; the answer never reaches the phone
 

@@ -44,13 +44,13 @@ var Outbox = &lab.Scenario{
 		lab.Part("broken: send after the commit")
 		lab.Intent("the ₦2,000 transfer", 1, 2, 200_000, 1)
 		lab.Effect("the SMS for the ₦2,000 transfer", 1, delivered("Ada: You sent ₦2,000 to Bola")).ShownBroken()
-		id := transferOnItsOwn(ctx, lab, `{"from": 1, "to": 2, "amountKobo": 200000}`, nil)
+		id := transferOnItsOwn(ctx, lab, bank.Request{From: 1, To: 2, AmountKobo: 200_000}, nil)
 		lab.Say("transfer %d (₦2,000 to Bola) committed; the server crashed before sending its SMS", id)
 
 		lab.Part("safe: the outbox")
 		lab.Intent("the ₦5,000 transfer", 1, 2, 500_000, 1)
 		lab.Effect("the SMS for the ₦5,000 transfer", 1, delivered("Ada: You sent ₦5,000 to Bola"))
-		transferOnItsOwn(ctx, lab, `{"from": 1, "to": 2, "amountKobo": 500000}`, func(tx pgx.Tx, r bank.Receipt) error {
+		transferOnItsOwn(ctx, lab, bank.Request{From: 1, To: 2, AmountKobo: 500_000}, func(tx pgx.Tx, r bank.Receipt) error {
 			lab.Say("transfer %d (%s to Bola) and its outbox message committed together", r.TransferID, bank.Naira(r.AmountKobo))
 			return bank.Notice(ctx, tx, r)
 		})
@@ -93,7 +93,7 @@ var Outbox = &lab.Scenario{
 func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms *lab.SMSProvider) int64 {
 	tx, err := app.Begin(ctx)
 	lab.Must(err)
-	r := receipt(lab)(bank.Transfer(ctx, tx, 1, []byte(adaPaysBola)))
+	r := receipt(lab)(bank.Transfer(ctx, tx, 1, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000}))
 	sms.Send("", "Ada", fmt.Sprintf("You sent %s to Bola", bank.Naira(r.AmountKobo)))
 	lab.Say("SMS sent: \"You sent ₦10,000 to Bola\" (before COMMIT)")
 	lab.Must(lab.KillSession(ctx, app))
@@ -107,10 +107,10 @@ func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms
 
 // transferOnItsOwn makes one transfer in a transaction of its own, with
 // also (when not nil) in the same transaction, and returns its id.
-func transferOnItsOwn(ctx context.Context, lab *lab.Lab, body string, also func(pgx.Tx, bank.Receipt) error) int64 {
+func transferOnItsOwn(ctx context.Context, lab *lab.Lab, req bank.Request, also func(pgx.Tx, bank.Receipt) error) int64 {
 	var id int64
 	lab.Must(pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-		r := receipt(lab)(bank.Transfer(ctx, tx, 1, []byte(body)))
+		r := receipt(lab)(bank.Transfer(ctx, tx, 1, req))
 		id = r.TransferID
 		if also == nil {
 			return nil

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
 )
 
@@ -32,7 +34,7 @@ var Race = &lab.Scenario{
 		lab.Intent("Ada's two top-ups of Bola, ₦10,000 each", 1, 2, 1_000_000, 2)
 		lab.Intent("the two races' ₦10,000 from Bola: one each gets through", 2, 1, 1_000_000, 2)
 		a, b := lab.Session(ctx), lab.Session(ctx)
-		topUp := func() { transferOnItsOwn(ctx, lab, adaPaysBola, nil) }
+		topUp := func() { transferOnItsOwn(ctx, lab, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000}, nil) }
 
 		lab.Part("broken: read, check, then write")
 		topUp()
@@ -63,17 +65,17 @@ var Race = &lab.Scenario{
 		lab.Say("Ada sends Bola ₦10,000 again: Bola has %s", bolaHas(ctx, lab))
 		txA, txB = begin(ctx, lab, a), begin(ctx, lab, b)
 		bolaPaysAda := []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`)
-		first, err := bank.Transfer(ctx, txA, 2, bolaPaysAda)
+		first, err := api.Transfer(ctx, txA, 2, bolaPaysAda)
 		lab.Must(err)
-		lab.Say("transfer A locks Bola's row and debits: %d %s, not yet committed", first.Status, first.Label())
+		lab.Say("transfer A locks Bola's row and debits: %d %s, not yet committed", first.Status, transferLabel(first.Body))
 		type result struct {
-			o   bank.Outcome
-			err error
+			resp idem.Response
+			err  error
 		}
 		second := make(chan result, 1)
 		go func() {
-			o, err := bank.Transfer(ctx, txB, 2, bolaPaysAda)
-			second <- result{o, err}
+			resp, err := api.Transfer(ctx, txB, 2, bolaPaysAda)
+			second <- result{resp, err}
 		}()
 		lab.WaitBlocked(ctx, b, a)
 		lab.Say("transfer B waits for Bola's row (pg_blocking_pids shows B blocked by A)")
@@ -81,7 +83,7 @@ var Race = &lab.Scenario{
 		r := <-second
 		lab.Must(r.err)
 		lab.Must(txB.Commit(ctx))
-		lab.Reply(outcome(r.o), "A commits; B runs on the new balance: %d %s", r.o.Status, r.o.Label())
+		lab.Reply(r.resp, "A commits; B runs on the new balance: %d %s", r.resp.Status, transferLabel(r.resp.Body))
 		lab.Balances(ctx, "")
 		return nil
 	},

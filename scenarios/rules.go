@@ -6,7 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
 )
 
@@ -42,15 +43,15 @@ var Rules = &lab.Scenario{
 
 		lab.Step("seven requests")
 		for _, r := range requests {
-			var o bank.Outcome
+			var resp idem.Response
 			err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
-				o, err = bank.Transfer(ctx, tx, r.user, []byte(r.body))
+				resp, err = api.Transfer(ctx, tx, r.user, []byte(r.body))
 				return err
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.label, err)
 			}
-			lab.Reply(outcome(o), "%-18s %d %s", r.label, o.Status, o.Label())
+			lab.Reply(resp, "%-18s %d %s", r.label, resp.Status, transferLabel(resp.Body))
 		}
 		lab.Balances(ctx, "")
 		return nil

@@ -58,14 +58,11 @@ func receipt(l *lab.Lab) func(o bank.Outcome, err error) bank.Receipt {
 	return func(o bank.Outcome, err error) bank.Receipt {
 		l.Must(err)
 		if o.Receipt == nil {
-			l.Must(fmt.Errorf("the transfer was refused: %s", o.Label()))
+			l.Must(fmt.Errorf("the transfer was refused: %s", o.Refusal))
 		}
 		return *o.Receipt
 	}
 }
-
-// outcome is a bank outcome as the response the API would send.
-func outcome(o bank.Outcome) idem.Response { return idem.Response{Status: o.Status, Body: o.Body()} }
 
 // nodeObject writes a flat JSON object the way the lesson's Node prints
 // one with console.log (util.inspect): keys bare, strings in single

@@ -1,6 +1,8 @@
 // Package api is the transfer API: the lesson's handler, which composes
-// the bank's transfer with the idempotency store in one transaction, and
-// the HTTP server around it.
+// the bank's transfer with the idempotency store in one transaction, the
+// wire of a transfer (the JSON body read into the bank's request, the
+// receipt and problem bodies, a status for each of the bank's refusals),
+// and the HTTP server around them.
 package api
 
 import (
@@ -10,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/idem"
 )
 
@@ -57,13 +58,13 @@ func (h *Transfers) Handle(ctx context.Context, c Call) (idem.Response, error) {
 		if h.Hooks.AfterClaim != nil {
 			h.Hooks.AfterClaim(ctx)
 		}
-		outcome, err := bank.Transfer(ctx, tx, c.UserID, c.Body)
+		resp, err := Transfer(ctx, tx, c.UserID, c.Body)
 		if err != nil {
 			return idem.Response{}, err
 		}
 		if h.Hooks.BeforeStore != nil {
 			h.Hooks.BeforeStore(ctx)
 		}
-		return idem.Response{Status: outcome.Status, Body: outcome.Body()}, nil
+		return resp, nil
 	})
 }

@@ -27,7 +27,7 @@ func TestVerdictWhenTheLessonDoesNotReproduce(t *testing.T) {
 		Run: func(ctx context.Context, lab *lab.Lab) error {
 			lab.Intent("one tap", 1, 2, 1_000_000, 1)
 			return pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
-				_, err := bank.Transfer(ctx, tx, 1, []byte(`{"from":1,"to":2,"amountKobo":1000000}`))
+				_, err := bank.Transfer(ctx, tx, 1, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000})
 				return err
 			})
 		},

@@ -23,7 +23,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 )
@@ -89,12 +88,12 @@ func randomLock() string {
 // TransferOnce makes the transfer in a transaction of its own, and
 // nothing else: no key is looked at.
 func TransferOnce(ctx context.Context, db idem.DB, c api.Call) (idem.Response, error) {
-	var o bank.Outcome
+	var resp idem.Response
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) (err error) {
-		o, err = bank.Transfer(ctx, tx, c.UserID, c.Body)
+		resp, err = api.Transfer(ctx, tx, c.UserID, c.Body)
 		return err
 	})
-	return idem.Response{Status: o.Status, Body: o.Body()}, err
+	return resp, err
 }
 
 // NoKeys ignores the Idempotency-Key: every delivery is a new transfer.
@@ -136,11 +135,11 @@ func (s *StoredKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	}
 	var resp idem.Response
 	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
-		o, err := bank.Transfer(ctx, tx, c.UserID, c.Body)
+		var err error
+		resp, err = api.Transfer(ctx, tx, c.UserID, c.Body)
 		if err != nil {
 			return err
 		}
-		resp = idem.Response{Status: o.Status, Body: o.Body()}
 		_, err = tx.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, response_status, response_body, created_at)
 			VALUES ($1, $2, '', 'completed', $3, $4::jsonb, $5)`, user, c.Key, resp.Status, string(resp.Body), c.Now)
 		return err
@@ -235,11 +234,11 @@ func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 		if s.Hooks.AfterClaim != nil {
 			s.Hooks.AfterClaim(ctx)
 		}
-		o, err := bank.Transfer(ctx, tx, c.UserID, c.Body)
+		var err error
+		resp, err = api.Transfer(ctx, tx, c.UserID, c.Body)
 		if err != nil {
 			return err
 		}
-		resp = idem.Response{Status: o.Status, Body: o.Body()}
 		if s.Mistake == SecondTransaction {
 			return nil
 		}

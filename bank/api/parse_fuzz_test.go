@@ -1,13 +1,13 @@
-package bank_test
+package api_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
 )
 
-// FuzzParseRequest: any body is either refused with a 4xx outcome or
+// FuzzParseRequest: any body is either refused with a 4xx problem or
 // parsed into a request that satisfies the rules: whole kobo above zero,
 // two different accounts, and the same numbers as the body says.
 func FuzzParseRequest(f *testing.F) {
@@ -19,10 +19,11 @@ func FuzzParseRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, refused := bank.ParseRequest(body)
+		r, refused := api.ParseRequest(body)
 		if refused != nil {
-			if refused.Status < 400 || refused.Status >= 500 || refused.Problem == nil {
-				t.Fatalf("refusal %+v for %q", refused, body)
+			var problem struct{ Error, Message string }
+			if refused.Status < 400 || refused.Status >= 500 || json.Unmarshal(refused.Body, &problem) != nil || problem.Error == "" || problem.Message == "" {
+				t.Fatalf("refusal %d %s for %q", refused.Status, refused.Body, body)
 			}
 			return
 		}
