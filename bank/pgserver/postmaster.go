@@ -195,12 +195,3 @@ type portTaken struct{ port int }
 func (p portTaken) Error() string {
 	return fmt.Sprintf("port %d is taken: choose another with --pg-port, or leave it out", p.port)
 }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

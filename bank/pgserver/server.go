@@ -47,6 +47,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // Options say where PostgreSQL comes from and where it listens.
@@ -214,8 +216,8 @@ func (s *Server) startOn(ctx context.Context, port int) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		s.port = port
 		if port == 0 {
-			if s.port, err = freePort(); err != nil {
-				return envErr("finding a free port: %w", err)
+			if s.port, err = procs.FreePort(); err != nil {
+				return envErr("%w", err)
 			}
 		}
 		err = s.launch(ctx)

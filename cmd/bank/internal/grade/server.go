@@ -41,7 +41,7 @@ func startInstance(ctx context.Context, cfg *Config, dbURL string) (*instance, e
 	in := &instance{cfg: cfg, dbURL: dbURL}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if in.port, err = freePort(); err != nil {
+		if in.port, err = procs.FreePort(); err != nil {
 			return nil, err
 		}
 		if err = in.start(ctx); !errors.Is(err, errPortTaken) {
@@ -133,15 +133,6 @@ func (in *instance) restart(ctx context.Context) error {
 }
 
 func (in *instance) base() string { return "http://127.0.0.1:" + strconv.Itoa(in.port) }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // proxy stands between the grader's client and one server instance, and
 // loses replies on demand: it reads the server's whole reply, then closes
