@@ -80,10 +80,10 @@ type Server struct {
 	home     string
 	slot     *slot
 	port     int
-	tcp      bool   // also listening on 127.0.0.1:port
-	password string // for TCP only
-	slotNote string // where the slot is, when not where it usually is
-	pm       *postmaster
+	tcp      bool         // also listening on 127.0.0.1:port
+	password string       // for TCP only
+	slotNote string       // where the slot is, when not where it usually is
+	pm       *procs.Child // the postmaster
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -280,7 +280,7 @@ func (s *Server) Describe() string {
 }
 
 // PID is the postmaster's process id.
-func (s *Server) PID() int { return s.pm.cmd.Process.Pid }
+func (s *Server) PID() int { return s.pm.PID() }
 
 // DataDir is the running cluster's data directory.
 func (s *Server) DataDir() string { return s.slot.data }

@@ -244,7 +244,8 @@ func (r *replica) Kill() error {
 	r.mu.Lock()
 	p := r.p
 	r.mu.Unlock()
-	return p.Kill()
+	p.Kill()
+	return nil
 }
 
 // replicaArgs are replica i's arguments: a copy of args with its own seed.
@@ -256,14 +257,14 @@ func replicaArgs(args []string, seed uint64, i int) []string {
 
 func (r *replica) Name() string { return r.name }
 
-func (r *replica) Pause() error { return procs.Pause(r.process()) }
+func (r *replica) Pause() error { return r.life().Pause() }
 
-func (r *replica) Resume() error { return procs.Resume(r.process()) }
+func (r *replica) Resume() error { return r.life().Resume() }
 
-func (r *replica) process() *os.Process {
+func (r *replica) life() *procs.Child {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.p.Process()
+	return r.p
 }
 
 // withAppName tags a connection URL's sessions with an application_name,
