@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,42 @@ func TestDependencyRules(t *testing.T) {
 		for _, d := range imports[r.pkg] {
 			if r.banned(d) {
 				t.Errorf("%s imports %s: %s", r.pkg, d, r.why)
+			}
+		}
+	}
+	// The command's own packages, each with every package of ours it may
+	// import (its tests included): a new one, or a new import, is written
+	// down here.
+	const internal = module + "/cmd/bank/internal/"
+	commandRules := map[string]struct {
+		may []string
+		why string
+	}{
+		"bench": {[]string{"bank", "bank/client", "bank/procs", "idem"},
+			"bench drives bank serve and pgbench with the bank's and idem's own SQL"},
+		"grade": {[]string{"bank", "bank/audit", "bank/procs", "cmd/bank/internal/torture"},
+			"grade runs the learner's server, checks the books, and reuses torture's run"},
+		"labweb": {[]string{"scenarios", "bank/pgserver/pgtest", "bank/procs"},
+			"labweb serves the scenarios (its browser tests start bank lab)"},
+		"torture": {[]string{"bank/audit", "bank/client", "bank/procs"},
+			"torture sends as the client does, runs bank serve replicas and checks the books"},
+	}
+	for pkg, deps := range imports {
+		name, ok := strings.CutPrefix(strings.TrimSuffix(pkg, "_test"), internal)
+		if !ok || strings.HasSuffix(name, ".test") {
+			continue
+		}
+		rule, ok := commandRules[name]
+		if !ok {
+			t.Errorf("%s has no dependency rule: write down what it may import", pkg)
+			continue
+		}
+		for _, d := range slices.Compact(slices.Sorted(slices.Values(deps))) { // a package and its test variant list the same ones
+			if !own(d) || d == internal+name {
+				continue
+			}
+			if !slices.Contains(rule.may, strings.TrimPrefix(d, module+"/")) {
+				t.Errorf("%s imports %s: %s", pkg, d, rule.why)
 			}
 		}
 	}
