@@ -75,6 +75,42 @@ func TestDependencyRules(t *testing.T) {
 			}
 		}
 	}
+	// The command's own packages, each with every package of ours it may
+	// import (its tests included): a new one, or a new import, is written
+	// down here.
+	const internal = module + "/cmd/bank/internal/"
+	commandRules := map[string]struct {
+		may []string
+		why string
+	}{
+		"bench": {[]string{"bank", "bank/client", "bank/procs", "idem"},
+			"bench drives bank serve and pgbench with the bank's and idem's own SQL"},
+		"grade": {[]string{"bank", "bank/audit", "bank/procs", "cmd/bank/internal/torture"},
+			"grade runs the learner's server, checks the books, and reuses torture's run"},
+		"labweb": {[]string{"scenarios", "bank/pgserver/pgtest", "bank/procs"},
+			"labweb serves the scenarios (its browser tests start bank lab)"},
+		"torture": {[]string{"bank/audit", "bank/client", "bank/procs"},
+			"torture sends as the client does, runs bank serve replicas and checks the books"},
+	}
+	for pkg, deps := range imports {
+		name, ok := strings.CutPrefix(strings.TrimSuffix(pkg, "_test"), internal)
+		if !ok || strings.HasSuffix(name, ".test") {
+			continue
+		}
+		rule, ok := commandRules[name]
+		if !ok {
+			t.Errorf("%s has no dependency rule: write down what it may import", pkg)
+			continue
+		}
+		for _, d := range slices.Compact(slices.Sorted(slices.Values(deps))) { // a package and its test variant list the same ones
+			if !own(d) || d == internal+name {
+				continue
+			}
+			if !slices.Contains(rule.may, strings.TrimPrefix(d, module+"/")) {
+				t.Errorf("%s imports %s: %s", pkg, d, rule.why)
+			}
+		}
+	}
 	for pkg, deps := range imports {
 		for _, d := range deps {
 			if strings.HasPrefix(d, "github.com/fergusstrange/embedded-postgres") && pkg != module+"/bank/pgserver" && own(pkg) {
@@ -105,15 +141,18 @@ func TestDependencyRules(t *testing.T) {
 	}
 }
 
-// TestChildrenThroughOneSpec: the commands and the lab start their
-// children through bank/procs (a Spec, then StartGroup, StartChild or
-// Run), which ties each to the lab and keeps its output bounded; a bare
-// exec.Command would escape both. (bank/pgserver runs PostgreSQL's own
-// tools as their account, through procs too.)
+// TestChildrenThroughOneSpec: the commands, the lab and the server owner
+// start their children through one procs.Spec (Start, StartReady or Run),
+// which ties each to the lab and keeps its output bounded; a bare
+// exec.Command would escape both. bank/procs itself builds the command,
+// and pgtest, the tests' own tooling, runs cp and go build for go test.
 func TestChildrenThroughOneSpec(t *testing.T) {
 	var offenders []string
-	for _, dir := range []string{"../cmd", "../scenarios"} {
+	for _, dir := range []string{"../cmd", "../scenarios", "."} {
 		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && (path == "procs" || path == filepath.Join("pgserver", "pgtest")) {
+				return filepath.SkipDir
+			}
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
 			}

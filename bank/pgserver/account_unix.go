@@ -3,13 +3,14 @@
 package pgserver
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"syscall"
+
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // runAs is the unprivileged account that runs PostgreSQL when bank runs as
@@ -43,19 +44,16 @@ func currentRunAs() (*runAs, error) {
 	return nil, fmt.Errorf("running as root, and PostgreSQL refuses root: create a 'postgres' account, or run bank as an ordinary user")
 }
 
-// command makes cmd run as the account (as is, when bank is not root).
-func (r *runAs) command(cmd *exec.Cmd) *exec.Cmd {
+// spec makes s run as the account (as is, when bank is not root).
+func (r *runAs) spec(s procs.Spec) procs.Spec {
 	if r == nil {
-		return cmd
+		return s
 	}
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	s.Account = &procs.Account{UID: r.uid, GID: r.gid}
+	if s.Dir == "" {
+		s.Dir = "/"
 	}
-	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
-	if cmd.Dir == "" {
-		cmd.Dir = "/"
-	}
-	return cmd
+	return s
 }
 
 // give hands one directory that bank has just made (so not a link) to the
@@ -73,9 +71,9 @@ func (r *runAs) copyDir(src, dst string) error {
 	if r == nil {
 		return copyTree(src, dst)
 	}
-	out, err := r.command(exec.Command("cp", "-a", src, dst)).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("cp -a as %s: %v: %s", r.name, err, lastLines(out, 3))
+	cp := r.spec(procs.Spec{Path: "cp", Args: []string{"-a", src, dst}})
+	if err := cp.Run(context.Background()); err != nil {
+		return fmt.Errorf("cp -a as %s: %v: %s", r.name, err, cp.Output.LastLines(3))
 	}
 	return nil
 }

@@ -1,14 +1,14 @@
 package pgserver
 
-import "os/exec"
+import "github.com/zudojs/bank/bank/procs"
 
 // runAs is never needed on Windows: bank runs PostgreSQL as the user.
 type runAs struct{ name string }
 
-func currentRunAs() (*runAs, error)              { return nil, nil }
-func (r *runAs) command(cmd *exec.Cmd) *exec.Cmd { return cmd }
-func (r *runAs) give(string) error               { return nil }
-func (r *runAs) copyDir(src, dst string) error   { return copyTree(src, dst) }
-func (r *runAs) String() string                  { return "" }
+func currentRunAs() (*runAs, error)            { return nil, nil }
+func (r *runAs) spec(s procs.Spec) procs.Spec  { return s }
+func (r *runAs) give(string) error             { return nil }
+func (r *runAs) copyDir(src, dst string) error { return copyTree(src, dst) }
+func (r *runAs) String() string                { return "" }
 
 func (r *runAs) reach(string) error { return nil }

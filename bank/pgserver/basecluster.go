@@ -1,12 +1,14 @@
 package pgserver
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
+
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // The base cluster is what initdb makes, once per installation: every
@@ -63,10 +65,9 @@ func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (st
 		}
 		args = append(args, "--pwfile="+pw)
 	}
-	cmd := account.command(exec.Command(bin.bin("initdb"), args...))
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", envErr("initdb failed: %v\n%s", err, lastLines(out, 10))
+	initdb := account.spec(procs.Spec{Path: bin.bin("initdb"), Args: args, Env: []string{"LC_ALL=C"}})
+	if err := initdb.Run(context.Background()); err != nil {
+		return "", envErr("initdb failed: %v\n%s", err, initdb.Output.LastLines(10))
 	}
 	// initdb ran with --no-sync (it is much faster): the tree is synced
 	// once here, before anything trusts it, so that a power cut after a

@@ -1,6 +1,7 @@
 package pgserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,8 @@ import (
 	"strings"
 
 	embeddedpostgres "github.com/fergusstrange/embedded-postgres"
+
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // Binaries is a PostgreSQL installation that can run the lab's server.
@@ -128,10 +131,12 @@ var digitsRE = regexp.MustCompile(`\d+`)
 var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)`)
 
 func majorOf(b Binaries) (int, error) {
-	out, err := exec.Command(b.bin("pg_ctl"), "--version").Output()
-	if err != nil {
+	var stdout bytes.Buffer
+	pgCtl := procs.Spec{Path: b.bin("pg_ctl"), Args: []string{"--version"}, Stdout: &stdout}
+	if err := pgCtl.Run(context.Background()); err != nil {
 		return 0, fmt.Errorf("%s --version: %w", b.bin("pg_ctl"), err)
 	}
+	out := stdout.Bytes()
 	m := versionRE.FindSubmatch(out)
 	if m == nil {
 		return 0, fmt.Errorf("%s --version printed %q, not a PostgreSQL version", b.bin("pg_ctl"), strings.TrimSpace(string(out)))
@@ -243,8 +248,10 @@ var (
 // Postgres.app.
 func installedBinaries() (Binaries, bool) {
 	var candidates []string
-	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
-		candidates = append(candidates, strings.TrimSpace(string(out)))
+	var bindir strings.Builder
+	pgConfig := procs.Spec{Path: "pg_config", Args: []string{"--bindir"}, Stdout: &bindir}
+	if pgConfig.Run(context.Background()) == nil {
+		candidates = append(candidates, strings.TrimSpace(bindir.String()))
 	}
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {

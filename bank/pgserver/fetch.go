@@ -14,6 +14,8 @@ import (
 	"time"
 
 	embeddedpostgres "github.com/fergusstrange/embedded-postgres"
+
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // fetch has embedded-postgres download (unless its cache has the archive)
@@ -46,7 +48,7 @@ func fetch(ctx context.Context, o Options, libCache, cache string, major int, sa
 	if err := os.WriteFile(filepath.Join(fake, "PG_VERSION"), []byte(strconv.Itoa(major)+"\n"), 0o600); err != nil {
 		return Binaries{}, err
 	}
-	port, err := freePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return Binaries{}, err
 	}

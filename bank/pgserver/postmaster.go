@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,15 +16,6 @@ import (
 
 	"github.com/zudojs/bank/bank/procs"
 )
-
-// postmaster is a running postgres process, started directly (no pg_ctl,
-// whose readiness check polls at 100 ms steps) as a child of bank, so that
-// it dies with bank: see package procs.
-type postmaster struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // its exit status, once done
-}
 
 // settings are the server's configuration for a throwaway cluster.
 func (s *Server) settings() []string {
@@ -66,6 +56,9 @@ func (s *Server) settings() []string {
 }
 
 // launch starts postgres on s.port and waits until it accepts connections.
+// The postmaster is started directly (no pg_ctl, whose readiness check
+// polls at 100 ms steps) as a child of bank, so that it dies with bank:
+// see package procs.
 func (s *Server) launch(ctx context.Context) error {
 	if s.tcp {
 		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(s.port)); err != nil {
@@ -89,19 +82,17 @@ func (s *Server) launch(ctx context.Context) error {
 	for _, kv := range s.settings() {
 		args = append(args, "-c", kv)
 	}
-	cmd := s.account.command(exec.Command(s.Binaries.bin("postgres"), args...))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	spec := s.account.spec(procs.Spec{Path: s.Binaries.bin("postgres"), Args: args, Env: []string{"LC_ALL=C"},
+		Stdout: logFile, Stderr: logFile, OnParentDeath: procs.Interrupt})
 	if runtime.GOOS != "windows" {
 		// The postmaster and its backends hold the slot's lock too: the
 		// slot is free only once the last of them has exited.
-		cmd.ExtraFiles = []*os.File{s.slot.lock}
+		spec.ExtraFiles = []*os.File{s.slot.lock}
 	}
-	if err := procs.Start(cmd, procs.Interrupt); err != nil {
+	pm, err := spec.Start(context.WithoutCancel(ctx)) // it outlives the call that starts it
+	if err != nil {
 		return envErr("starting postgres: %w", err)
 	}
-	pm := &postmaster{cmd: cmd, done: make(chan struct{})}
-	go func() { pm.err = cmd.Wait(); close(pm.done) }()
 	s.pm = pm
 	if err := s.waitReady(ctx); err != nil {
 		s.halt(immediate)
@@ -122,7 +113,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		select {
-		case <-s.pm.done:
+		case <-s.pm.Exited():
 			return s.startFailed()
 		case <-ctx.Done():
 			return ctx.Err()
@@ -170,22 +161,22 @@ func (s *Server) halt(how shutdown) error {
 		return nil
 	}
 	select {
-	case <-pm.done:
+	case <-pm.Exited():
 		return nil
 	default:
 	}
 	if err := signalPostmaster(s, how); err != nil {
 		return err
 	}
-	for _, next := range []func(*os.Process) error{procs.Quit, (*os.Process).Kill} {
+	for _, next := range []func(){func() { pm.Quit() }, pm.Kill} {
 		select {
-		case <-pm.done:
+		case <-pm.Exited():
 			return nil
 		case <-time.After(10 * time.Second):
-			next(pm.cmd.Process)
+			next()
 		}
 	}
-	<-pm.done
+	<-pm.Exited()
 	return errors.New("PostgreSQL did not stop and had to be killed")
 }
 
@@ -194,13 +185,4 @@ type portTaken struct{ port int }
 
 func (p portTaken) Error() string {
 	return fmt.Sprintf("port %d is taken: choose another with --pg-port, or leave it out", p.port)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -4,7 +4,6 @@ package pgserver_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // otherUser is an account that is not the one running the tests.
@@ -69,7 +69,10 @@ func TestOtherUsersCannotConnect(t *testing.T) {
 func TestTCPPasswordPerRun(t *testing.T) {
 	t.Parallel()
 	dir := pgtest.CacheDir(t)
-	port := freeTCPPort(t)
+	port, err := procs.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := start(t, pgserver.Options{CacheDir: dir, Port: port})
 	pw1 := password(t, first)
 	tcp := func(pw string) error {
@@ -186,14 +189,4 @@ func TestRootCopiesAsTheAccount(t *testing.T) {
 	if owner < 0 {
 		t.Fatal("the slot is empty")
 	}
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

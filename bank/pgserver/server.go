@@ -47,6 +47,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // Options say where PostgreSQL comes from and where it listens.
@@ -78,10 +80,10 @@ type Server struct {
 	home     string
 	slot     *slot
 	port     int
-	tcp      bool   // also listening on 127.0.0.1:port
-	password string // for TCP only
-	slotNote string // where the slot is, when not where it usually is
-	pm       *postmaster
+	tcp      bool         // also listening on 127.0.0.1:port
+	password string       // for TCP only
+	slotNote string       // where the slot is, when not where it usually is
+	pm       *procs.Child // the postmaster
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -214,8 +216,8 @@ func (s *Server) startOn(ctx context.Context, port int) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		s.port = port
 		if port == 0 {
-			if s.port, err = freePort(); err != nil {
-				return envErr("finding a free port: %w", err)
+			if s.port, err = procs.FreePort(); err != nil {
+				return envErr("%w", err)
 			}
 		}
 		err = s.launch(ctx)
@@ -278,7 +280,7 @@ func (s *Server) Describe() string {
 }
 
 // PID is the postmaster's process id.
-func (s *Server) PID() int { return s.pm.cmd.Process.Pid }
+func (s *Server) PID() int { return s.pm.PID() }
 
 // DataDir is the running cluster's data directory.
 func (s *Server) DataDir() string { return s.slot.data }

@@ -1,6 +1,10 @@
 package pgserver
 
-import "os/exec"
+import (
+	"context"
+
+	"github.com/zudojs/bank/bank/procs"
+)
 
 // signalPostmaster asks pg_ctl to deliver the request: PostgreSQL on
 // Windows takes its shutdown signals through pg_ctl.
@@ -9,8 +13,9 @@ func signalPostmaster(s *Server, how shutdown) error {
 	if how == immediate {
 		mode = "immediate"
 	}
-	if exec.Command(s.Binaries.bin("pg_ctl"), "stop", "-m", mode, "-D", s.slot.data).Run() != nil {
-		return s.pm.cmd.Process.Kill()
+	pgCtl := procs.Spec{Path: s.Binaries.bin("pg_ctl"), Args: []string{"stop", "-m", mode, "-D", s.slot.data}}
+	if pgCtl.Run(context.Background()) != nil {
+		return s.pm.Quit() // which, on Windows, ends it
 	}
 	return nil
 }

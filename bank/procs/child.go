@@ -1,97 +1,138 @@
 package procs
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 )
 
-// ReadyEnv is the variable that asks a child to announce readiness with
-// one machine-readable line on its standard output, "ready ADDRESS",
-// instead of the banner it prints for people.
-const ReadyEnv = "BANK_READY_LINE"
-
-// Child is a process the lab started and controls: it dies with the lab,
-// its standard error is kept for the error that says why it stopped, and
-// the faults the lab injects are verbs on it.
+// Child is a process the lab started from a Spec and controls: it dies
+// with the lab, and the faults the lab injects are verbs on it. For a
+// Group's child the verbs reach its whole group, and whatever left it
+// carrying its mark.
 type Child struct {
-	Addr   string // what its ready line announced
-	cmd    *exec.Cmd
-	stderr *Tail
+	Addr  string // what its ready line announced (StartReady)
+	cmd   *exec.Cmd
+	mark  string // a Group's: the variable every process it starts inherits (see killMarked)
+	grace time.Duration
+	done  chan struct{} // closed when it has exited
+	err   error         // its exit status, once done is closed
 }
 
-// StartChild starts cmd (its Env, if set, is extended) and waits until it
-// announces readiness. If it exits first, the error carries the end of
-// what it wrote to standard error.
-func StartChild(cmd *exec.Cmd) (*Child, error) {
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
+// start starts cmd, contained as the spec says.
+func (s *Spec) start(cmd *exec.Cmd) (*Child, error) {
+	c := &Child{cmd: cmd, grace: s.StopGrace, done: make(chan struct{})}
+	if c.grace <= 0 {
+		c.grace = 15 * time.Second
 	}
-	cmd.Env = append(cmd.Env, ReadyEnv+"=1")
-	c := &Child{cmd: cmd, stderr: &Tail{}}
-	cmd.Stdout, cmd.Stderr = nil, c.stderr // its standard output is the ready line's pipe
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := Start(cmd, Kill); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
-	if err != nil || !ok {
-		c.Kill()
-		why := strings.TrimSpace(c.stderr.String())
-		if why == "" {
-			why = fmt.Sprintf("it printed %q (%v)", line, err)
+	if s.Group {
+		if err := c.startGroup(s.OnParentDeath); err != nil {
+			return nil, err
 		}
-		return c, fmt.Errorf("%s did not start: %s", cmd.Args[0], why)
+	} else if err := start(cmd, s.OnParentDeath); err != nil {
+		return nil, err
 	}
-	c.Addr = addr
-	go io.Copy(io.Discard, out)
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
 	return c, nil
 }
 
-// Serve starts `bank serve` (binary) on a free loopback port, serving the
-// database at dbURL in place, and waits until it listens. The database
-// URL goes in the child's environment (DATABASE_URL), never on its
-// command line, where every local user could read it.
-func Serve(ctx context.Context, binary, dbURL string, args ...string) (*Child, error) {
-	spec := Spec{Path: binary, Args: append([]string{"serve", "--in-place", "--addr", "127.0.0.1:0"}, args...), Env: []string{"DATABASE_URL=" + dbURL}}
-	return StartChild(spec.Command(ctx))
-}
-
-// Process is the running child, for the faults of this package.
-func (c *Child) Process() *os.Process { return c.cmd.Process }
-
-// PID is the child's process id.
-func (c *Child) PID() int { return c.cmd.Process.Pid }
-
-// Kill ends the child at once, as a crash would, and waits for it.
-func (c *Child) Kill() error {
-	if c.cmd.ProcessState != nil {
-		return nil
+// startGroup starts cmd as the leader of a group of its own.
+func (c *Child) startGroup(how OnParentDeath) error {
+	cmd := c.cmd
+	// A process that leaves the group (setsid, a daemon) still carries
+	// the group's mark in its environment, where the lab finds it.
+	c.mark = markPrefix + randomHex(8)
+	cmd.Env = append(cmd.Env, c.mark+"=1")
+	cmd.Cancel = func() error { // the context ended: all of them go
+		err := c.signal(sigKill)
+		killMarked(c.mark)
+		return err
 	}
-	c.cmd.Process.Kill()
-	c.cmd.Wait()
+	release, err := bindGroup(cmd, how)
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		release()
+		return err
+	}
+	startedGroup(cmd, how, c.mark)
+	release() // only now may the command run, and start children
 	return nil
 }
 
-// Stop ends the child the way an orderly restart does (SIGTERM) and
-// waits for it.
-func (c *Child) Stop() error {
-	if c.cmd.ProcessState != nil {
-		return nil
+// PID is the child's process id (a Group's leader's).
+func (c *Child) PID() int { return c.cmd.Process.Pid }
+
+// Exited is closed once the child (a Group's leader) has exited.
+func (c *Child) Exited() <-chan struct{} { return c.done }
+
+// Err is the child's exit status; call it once Exited is closed.
+func (c *Child) Err() error { return c.err }
+
+// Kill ends the child at once (SIGKILL), as a crash would, and waits for
+// it. A Group's Kill also ends, after its leader has exited, whatever it
+// left behind.
+func (c *Child) Kill() {
+	if c.mark == "" {
+		select {
+		case <-c.done:
+		default:
+			c.cmd.Process.Kill()
+			<-c.done
+		}
+		return
 	}
-	Terminate(c.cmd.Process)
-	return c.cmd.Wait()
+	c.signal(sigKill)
+	killMarked(c.mark)
+	<-c.done
+	killMarked(c.mark) // any started as the others died
+	c.forget()
 }
+
+// Stop ends the child the way an orderly restart does (SIGTERM) and
+// waits for it, at most the Spec's StopGrace; then it kills it. It
+// returns how the child ended, or nil if it had ended before. A Group's
+// Stop also kills, once the leader has exited, whatever it left behind.
+func (c *Child) Stop() error {
+	if c.mark == "" {
+		select {
+		case <-c.done:
+			return nil
+		default:
+		}
+	}
+	c.signal(sigTerm)
+	timer := time.NewTimer(c.grace)
+	defer timer.Stop()
+	select {
+	case <-c.done:
+		if c.mark != "" {
+			c.signal(sigKill) // anything the leader left behind
+			killMarked(c.mark)
+			c.forget()
+		}
+	case <-timer.C:
+		c.Kill()
+	}
+	return c.err
+}
+
+// Resume lets a paused child go on (SIGCONT).
+func (c *Child) Resume() error { return c.signal(sigCont) }
+
+// Interrupt sends SIGINT and returns: for PostgreSQL, a fast shutdown.
+// (On Windows, which has no such signal, it ends the child.)
+func (c *Child) Interrupt() error { return c.signal(sigInt) }
+
+// Quit sends SIGQUIT and returns: for PostgreSQL, an immediate shutdown,
+// as a crash. (On Windows it ends the child.)
+func (c *Child) Quit() error { return c.signal(sigQuit) }
 
 // Tail keeps the last few kilobytes a process wrote.
 type Tail struct {

@@ -11,6 +11,8 @@ import (
 const (
 	sigKill = syscall.SIGKILL
 	sigTerm = syscall.SIGTERM
+	sigInt  = syscall.SIGINT
+	sigQuit = syscall.SIGQUIT
 	sigStop = syscall.SIGSTOP
 	sigCont = syscall.SIGCONT
 )
@@ -21,7 +23,7 @@ const (
 // function lets it go. So the group is in the watchdog's list before the
 // command can start a single child; otherwise a lab killed in that
 // moment would leave the child behind.
-func bindGroup(cmd *exec.Cmd) (release func(), err error) {
+func bindGroup(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
 	gate, open, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -29,7 +31,7 @@ func bindGroup(cmd *exec.Cmd) (release func(), err error) {
 	args := append([]string{"sh", "-c", `read _ <&3; exec 3<&-; exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)
 	cmd.Path, cmd.Args = "/bin/sh", args
 	cmd.ExtraFiles = append([]*os.File{gate}, cmd.ExtraFiles...) // fd 3
-	bind(cmd, Kill)
+	bind(cmd, how)
 	cmd.SysProcAttr.Setpgid = true
 	return func() {
 		gate.Close()
@@ -38,21 +40,34 @@ func bindGroup(cmd *exec.Cmd) (release func(), err error) {
 	}, nil
 }
 
-// startedGroup has the watchdog kill the whole group when the lab dies,
-// and every process carrying its mark: the parent-death signal reaches
-// only the leader.
-func startedGroup(cmd *exec.Cmd, mark string) { watchGroup(cmd.Process.Pid, "KILL", mark) }
-
-func (g *Group) signal(sig syscall.Signal) error {
-	return syscall.Kill(-g.cmd.Process.Pid, sig)
+// startedGroup has the watchdog signal the whole group when the lab dies,
+// and kill every process carrying its mark: the parent-death signal
+// reaches only the leader.
+func startedGroup(cmd *exec.Cmd, how OnParentDeath, mark string) {
+	watchGroup(cmd.Process.Pid, signalName(how), mark)
 }
 
-func (g *Group) pause() error {
-	if err := g.signal(sigStop); err != nil {
+// signal sends sig to the child, or to a Group's whole group.
+func (c *Child) signal(sig syscall.Signal) error {
+	if c.mark != "" {
+		return syscall.Kill(-c.cmd.Process.Pid, sig)
+	}
+	return c.cmd.Process.Signal(sig)
+}
+
+// Pause stops the child where it stands (SIGSTOP), as a long garbage
+// collection or a frozen virtual machine would, and returns once every
+// thread of it (of every process in a Group's group) has stopped.
+func (c *Child) Pause() error {
+	if err := c.signal(sigStop); err != nil {
 		return err
 	}
-	return waitStopped("the server's process group", func() bool { return groupStopped(g.cmd.Process.Pid) })
+	pid := c.cmd.Process.Pid
+	if c.mark != "" {
+		return waitStopped("the server's process group", func() bool { return groupStopped(pid) })
+	}
+	return waitStopped("the process", func() bool { return processStopped(pid) })
 }
 
 // forget: the group is dead, and its number no longer the lab's.
-func (g *Group) forget() { forgetGroup(g.cmd.Process.Pid) }
+func (c *Child) forget() { forgetGroup(c.cmd.Process.Pid) }

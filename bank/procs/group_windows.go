@@ -7,29 +7,34 @@ type signal int
 const (
 	sigKill signal = iota
 	sigTerm
+	sigInt
+	sigQuit
 	sigStop
 	sigCont
 )
 
-func bindGroup(cmd *exec.Cmd) (release func(), err error) {
-	bind(cmd, Kill)
+func bindGroup(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
+	bind(cmd, how)
 	return func() {}, nil
 }
 
-func startedGroup(*exec.Cmd, string) {}
+func startedGroup(*exec.Cmd, OnParentDeath, string) {}
 
 // killMarked: on Windows the job object ends every process the lab
 // started, whatever it did, when the lab ends.
 func killMarked(string) {}
 
-func (g *Group) signal(sig signal) error {
+// signal: Windows has no signals but the end. The faults reach the child
+// itself, and the job object still ends all it started with the lab.
+func (c *Child) signal(sig signal) error {
 	switch sig {
 	case sigStop, sigCont:
 		return errNoSignals
 	}
-	return g.cmd.Process.Kill()
+	return c.cmd.Process.Kill()
 }
 
-func (g *Group) pause() error { return errNoSignals }
+// Pause is not available on Windows.
+func (c *Child) Pause() error { return errNoSignals }
 
-func (g *Group) forget() {}
+func (c *Child) forget() {}

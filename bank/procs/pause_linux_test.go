@@ -1,41 +1,17 @@
 package procs
 
 import (
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
 )
 
-// spinRole makes the test binary a busy, many-threaded program: the kind
-// of server whose threads go on running for a moment after kill(SIGSTOP)
-// has returned.
-const spinRole = "BANK_PROCS_TEST_SPIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(spinRole) != "" {
-		for range 4 * runtime.NumCPU() {
-			go func() {
-				for n := 0; ; n++ {
-					if n%1000 == 0 {
-						runtime.Gosched()
-					}
-				}
-			}()
-		}
-		time.Sleep(time.Minute) // the test kills it long before
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-func spinner(t *testing.T) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), spinRole+"=1")
-	return cmd
+// spinner is the test binary as a busy, many-threaded program.
+func spinner(group bool) *Spec {
+	return &Spec{Path: os.Args[0], Args: []string{"-test.run=^$"}, Env: []string{spinRole + "=1"}, Group: group}
 }
 
 // running lists the threads of pid that are not stopped, right now.
@@ -51,47 +27,30 @@ func running(pid int) []string {
 }
 
 // TestPauseReturnsOnceStopped: when Pause returns, no thread of the
-// process runs any more, every time. With a bare kill(SIGSTOP) some
-// threads of a busy process are still running at that moment.
+// process (of any process in a Group's group) runs any more, every time.
+// With a bare kill(SIGSTOP) some threads of a busy process are still
+// running at that moment.
 func TestPauseReturnsOnceStopped(t *testing.T) {
-	t.Run("process", func(t *testing.T) {
-		cmd := spinner(t)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cmd.Process.Kill(); cmd.Wait() }()
-		time.Sleep(200 * time.Millisecond) // its threads spinning
-		for i := range 20 {
-			if err := Pause(cmd.Process); err != nil {
+	for _, group := range []bool{false, true} {
+		t.Run(map[bool]string{false: "process", true: "group"}[group], func(t *testing.T) {
+			c, err := spinner(group).Start(context.Background())
+			if err != nil {
 				t.Fatal(err)
 			}
-			if r := running(cmd.Process.Pid); len(r) > 0 {
-				t.Fatalf("pause %d returned with threads still running: %v", i, r)
+			defer c.Kill()
+			time.Sleep(200 * time.Millisecond) // its threads spinning
+			for i := range 20 {
+				if err := c.Pause(); err != nil {
+					t.Fatal(err)
+				}
+				if r := running(c.PID()); len(r) > 0 {
+					t.Fatalf("pause %d returned with threads still running: %v", i, r)
+				}
+				if err := c.Resume(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
-			if err := Resume(cmd.Process); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
-	t.Run("group", func(t *testing.T) {
-		g, err := StartGroup(spinner(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Kill()
-		time.Sleep(200 * time.Millisecond)
-		for i := range 20 {
-			if err := g.Pause(); err != nil {
-				t.Fatal(err)
-			}
-			if r := running(g.PID()); len(r) > 0 {
-				t.Fatalf("pause %d returned with threads still running: %v", i, r)
-			}
-			if err := g.Resume(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
+		})
+	}
 }

@@ -1,6 +1,7 @@
 // Package procs makes every process the lab starts die with it, and gives
 // the faults the lab injects (kill, pause, resume, stop) one name on every
-// platform.
+// platform. Every child is described by one Spec and controlled through
+// the Child it starts.
 //
 // How a child is tied to the lab depends on the platform:
 //   - Linux: the kernel sends the child a signal when the lab dies
@@ -27,20 +28,14 @@ const (
 	Interrupt
 )
 
-// Bind prepares cmd, before Start, so that the child dies with the lab.
-// Fields already set in cmd.SysProcAttr (such as Credential) are kept.
-func Bind(cmd *exec.Cmd, how OnParentDeath) { bind(cmd, how) }
-
-// Started tells the platform's watchdog, where there is one, about a child
-// that Bind prepared and that has now started.
-func Started(cmd *exec.Cmd, how OnParentDeath) { started(cmd, how) }
-
-// Start is Bind, cmd.Start and Started in one.
-func Start(cmd *exec.Cmd, how OnParentDeath) error {
-	Bind(cmd, how)
+// start prepares cmd so that the child dies with the lab (fields already
+// set in cmd.SysProcAttr, such as Credential, are kept), starts it, and
+// tells the platform's watchdog, where there is one.
+func start(cmd *exec.Cmd, how OnParentDeath) error {
+	bind(cmd, how)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	Started(cmd, how)
+	started(cmd, how)
 	return nil
 }

@@ -16,3 +16,10 @@ func bind(cmd *exec.Cmd, how OnParentDeath) {
 }
 
 func started(*exec.Cmd, OnParentDeath) {}
+
+func signalFor(how OnParentDeath) syscall.Signal {
+	if how == Interrupt {
+		return syscall.SIGINT
+	}
+	return syscall.SIGKILL
+}

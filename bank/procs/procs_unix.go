@@ -4,38 +4,22 @@ package procs
 
 import (
 	"errors"
-	"os"
+	"os/exec"
 	"syscall"
 )
 
-func signalFor(how OnParentDeath) syscall.Signal {
-	if how == Interrupt {
-		return syscall.SIGINT
+// runAs makes cmd run as the account (as is, when there is none). The
+// parent-death signal still reaches it: see bind.
+func runAs(cmd *exec.Cmd, a *Account) error {
+	if a == nil {
+		return nil
 	}
-	return syscall.SIGKILL
-}
-
-// Pause stops a process where it stands (SIGSTOP), as a long garbage
-// collection or a frozen virtual machine would, and returns once every
-// thread of it has stopped.
-func Pause(p *os.Process) error {
-	if err := p.Signal(syscall.SIGSTOP); err != nil {
-		return err
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	return waitStopped("the process", func() bool { return processStopped(p.Pid) })
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(a.UID), Gid: uint32(a.GID), Groups: []uint32{}}
+	return nil
 }
-
-// Resume lets a paused process go on (SIGCONT).
-func Resume(p *os.Process) error { return p.Signal(syscall.SIGCONT) }
-
-// Terminate asks a process to stop in an orderly way (SIGTERM).
-func Terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
-
-// InterruptProcess sends SIGINT: for PostgreSQL, a fast shutdown.
-func InterruptProcess(p *os.Process) error { return p.Signal(syscall.SIGINT) }
-
-// Quit sends SIGQUIT: for PostgreSQL, an immediate shutdown, as a crash.
-func Quit(p *os.Process) error { return p.Signal(syscall.SIGQUIT) }
 
 // Running reports whether pid is a live process. A zombie counts as gone.
 func Running(pid int) bool {

@@ -15,11 +15,7 @@ func bind(cmd *exec.Cmd, how OnParentDeath) {
 }
 
 func started(cmd *exec.Cmd, how OnParentDeath) {
-	name := "KILL"
-	if how == Interrupt {
-		name = "INT"
-	}
-	watchGroup(cmd.Process.Pid, name, "")
+	watchGroup(cmd.Process.Pid, signalName(how), "")
 }
 
 func zombie(int) bool { return false }

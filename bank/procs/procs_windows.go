@@ -2,7 +2,6 @@ package procs
 
 import (
 	"errors"
-	"os"
 	"os/exec"
 	"sync"
 	"unsafe"
@@ -42,20 +41,13 @@ func started(*exec.Cmd, OnParentDeath) {}
 
 var errNoSignals = errors.New("pausing a process is not supported on Windows")
 
-// Pause is not available on Windows.
-func Pause(*os.Process) error { return errNoSignals }
-
-// Resume is not available on Windows.
-func Resume(*os.Process) error { return errNoSignals }
-
-// Terminate ends the process (Windows has no SIGTERM).
-func Terminate(p *os.Process) error { return p.Kill() }
-
-// InterruptProcess ends the process (Windows has no SIGINT for it).
-func InterruptProcess(p *os.Process) error { return p.Kill() }
-
-// Quit ends the process at once.
-func Quit(p *os.Process) error { return p.Kill() }
+// runAs: there are no other accounts to run as here.
+func runAs(_ *exec.Cmd, a *Account) error {
+	if a != nil {
+		return errors.New("running a child as another account is not supported on Windows")
+	}
+	return nil
+}
 
 // Running reports whether pid is a live process.
 func Running(pid int) bool {

@@ -1,34 +1,55 @@
 package procs
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 )
 
 // Spec describes a child the lab starts, whichever kind it is: the
 // learner's server (bank grade) or program (bank exercise), the lab's
-// own servers (torture's replicas, the scenarios' bank serve, bench), or
-// a tool (pgbench). Every child gets the same treatment from it: the
-// lab's environment with the child's own variables added (a secret goes
-// there, never on the command line), its output where the lab keeps it
-// (a bounded Tail, not all of it), and a tie to the lab, so that it dies
-// with it. How it starts, and so how it can be faulted, depends on its
-// kind:
-//   - StartGroup: code the lab did not write. It and all it starts run in a
-//     process group of their own, each carrying the group's mark, so that
-//     Kill, Stop, Pause and Resume reach all of them and none outlives the
-//     lab;
-//   - StartChild: the lab's own servers, ready once they print their
-//     "ready ADDRESS" line;
+// own servers (torture's replicas, the scenarios' bank serve, bench),
+// PostgreSQL and its tools, or pgbench. Every child gets the same
+// treatment from it: the lab's environment with the child's own variables
+// added (a secret goes there, never on the command line), its output
+// where the lab keeps it (a bounded Tail, not all of it), and a tie to
+// the lab, so that it dies with it.
+//
+// How it is contained is said here too (Group, OnParentDeath, Account);
+// how it is started is the method called on it:
+//   - Start: it runs, and the Child is the lab's handle on it;
+//   - StartReady: the lab's own servers, which announce on standard
+//     output, with one "ready ADDRESS" line, that they listen;
 //   - Run: a tool that runs to its end.
 type Spec struct {
 	Path string
 	Args []string
 	Env  []string // added to the lab's own environment
 	Dir  string
+
+	// Group runs the child and all it starts in a process group of their
+	// own, each carrying the group's mark in its environment, so that
+	// Kill, Stop, Pause and Resume reach all of them and none outlives the
+	// lab, even one that left the group (a setsid daemon): for code the
+	// lab did not write, which may start children of its own. Without it
+	// the faults reach the child alone.
+	Group bool
+	// OnParentDeath is how the child ends if the lab dies first (Kill
+	// unless said).
+	OnParentDeath OnParentDeath
+	// Account, if set, is the account the child runs as (bank runs
+	// PostgreSQL as one when it is root). Unix only.
+	Account *Account
+	// ExtraFiles are open files the child inherits, from descriptor 3 on
+	// (not with Group, whose descriptor 3 is its own).
+	ExtraFiles []*os.File
+
 	// Stdout and Stderr take the child's output; nil sends it to Output.
 	Stdout, Stderr io.Writer
 	// Output keeps the last few kilobytes of what the child wrote and Stdout
@@ -37,14 +58,120 @@ type Spec struct {
 	// WaitDelay bounds the wait for the child's output to close once it has
 	// exited (a process it left behind may hold it open).
 	WaitDelay time.Duration
+	// StopGrace is how long Stop waits, after asking the child to stop,
+	// before it kills it; 0 means 15 seconds (bank serve takes up to 10 to
+	// finish the requests in flight).
+	StopGrace time.Duration
 }
 
-// Command is the spec as an exec.Cmd, not yet started. Once the context
-// ends, the child is killed.
-func (s *Spec) Command(ctx context.Context) *exec.Cmd {
+// Account is a user and group id to run a child as.
+type Account struct{ UID, GID int }
+
+// ReadyEnv is the variable that asks a child to announce readiness with
+// one machine-readable line on its standard output, "ready ADDRESS",
+// instead of the banner it prints for people.
+const ReadyEnv = "BANK_READY_LINE"
+
+// Start starts the child. Once ctx ends, it is killed (with its whole
+// group, for a Group).
+func (s *Spec) Start(ctx context.Context) (*Child, error) {
+	cmd, err := s.command(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.start(cmd)
+}
+
+// StartReady starts the child with ReadyEnv set, and waits until it
+// announces on its standard output that it listens; Addr is what it
+// announced. The rest of its standard output goes where the Spec says.
+// If it exits, or prints anything else, first, the error carries the end
+// of what it wrote to standard error, and the child is killed (and still
+// returned).
+func (s *Spec) StartReady(ctx context.Context) (*Child, error) {
+	cmd, err := s.command(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, ReadyEnv+"=1")
+	ready := &readyLine{rest: cmd.Stdout, line: make(chan string, 1)}
+	cmd.Stdout = ready
+	c, err := s.start(cmd)
+	if err != nil {
+		return nil, err
+	}
+	var line string
+	select {
+	case line = <-ready.line:
+	case <-c.done:
+		select { // it may have printed the line as it exited
+		case line = <-ready.line:
+		default:
+		}
+	}
+	if addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready "); ok {
+		c.Addr = addr
+		return c, nil
+	}
+	c.Kill()
+	why := strings.TrimSpace(s.Output.String())
+	switch {
+	case why != "":
+	case line == "":
+		why = fmt.Sprintf("it exited (%v) before it said it was ready", c.err)
+	default:
+		why = fmt.Sprintf("it printed %q before it said it was ready", line)
+	}
+	return c, &NotStarted{fmt.Errorf("%s did not start: %s", s.Path, why)}
+}
+
+// NotStarted is a child that never said it was ready: it exited, or
+// printed something else first. To its caller it is the machine failing
+// (a port taken, a database gone), not a verdict.
+type NotStarted struct{ Err error }
+
+func (e *NotStarted) Error() string { return e.Err.Error() }
+func (e *NotStarted) Unwrap() error { return e.Err }
+
+// Run runs the child to its end (and, for a Group, kills what it left
+// behind), and returns its exit status.
+func (s *Spec) Run(ctx context.Context) error {
+	c, err := s.Start(ctx)
+	if err != nil {
+		return err
+	}
+	<-c.done
+	c.Kill()
+	return c.err
+}
+
+// Serve starts `bank serve` (binary) on a free loopback port, serving the
+// database at dbURL in place: a Spec, started with StartReady. The
+// database URL goes in the child's environment (DATABASE_URL), never on
+// its command line, where every local user could read it. Later args win
+// over the first ones (a restart passes --addr to keep its port).
+func Serve(ctx context.Context, binary, dbURL string, args ...string) (*Child, error) {
+	spec := Spec{Path: binary, Args: append([]string{"serve", "--in-place", "--addr", "127.0.0.1:0"}, args...), Env: []string{"DATABASE_URL=" + dbURL}}
+	return spec.StartReady(ctx)
+}
+
+var errGroupFiles = errors.New("procs: a Group's child cannot be given ExtraFiles")
+
+// command is the spec as an exec.Cmd, not yet started.
+func (s *Spec) command(ctx context.Context) (*exec.Cmd, error) {
+	if s.Group && len(s.ExtraFiles) > 0 {
+		return nil, errGroupFiles
+	}
 	cmd := exec.CommandContext(ctx, s.Path, s.Args...)
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.Dir = s.Dir
+	cmd.ExtraFiles = s.ExtraFiles
+	if err := runAs(cmd, s.Account); err != nil {
+		return nil, err
+	}
 	if s.Output == nil {
 		s.Output = &Tail{}
 	}
@@ -56,14 +183,30 @@ func (s *Spec) Command(ctx context.Context) *exec.Cmd {
 		cmd.Stderr = s.Output
 	}
 	cmd.WaitDelay = s.WaitDelay
-	return cmd
+	return cmd, nil
 }
 
-// Run runs a tool to its end, tied to the lab, and returns its error.
-func Run(ctx context.Context, s *Spec) error {
-	cmd := s.Command(ctx)
-	if err := Start(cmd, Kill); err != nil {
-		return err
+// readyLine takes the first line a child writes, and passes the rest on.
+type readyLine struct {
+	rest io.Writer
+	line chan string // the first line, once it is whole
+	buf  []byte
+	sent bool
+}
+
+func (r *readyLine) Write(b []byte) (int, error) {
+	n := len(b)
+	if !r.sent {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			r.buf, b = append(r.buf, b[:i]...), b[i+1:]
+		} else if r.buf, b = append(r.buf, b...), nil; len(r.buf) < 4096 {
+			return n, nil
+		} // else: no line that long is a ready line
+		r.line <- string(r.buf)
+		r.sent, r.buf = true, nil
 	}
-	return cmd.Wait()
+	if len(b) > 0 {
+		r.rest.Write(b)
+	}
+	return n, nil
 }

@@ -63,6 +63,14 @@ func watchGroup(pgid int, sig, mark string) {
 	fmt.Fprintln(watchdog.in, pgid, sig, mark)
 }
 
+// signalName is how the watchdog names the signal.
+func signalName(how OnParentDeath) string {
+	if how == Interrupt {
+		return "INT"
+	}
+	return "KILL"
+}
+
 // forgetGroup tells the watchdog that group pgid is gone (the lab killed
 // it and its leader was reaped), so that it never signals the number
 // again: process ids are reused, soon on a busy machine.

@@ -80,7 +80,7 @@ func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
 	cfg.Serve = func(ctx context.Context, args ...string) (string, int, func() error, error) {
 		p, err := procs.Serve(ctx, binary, bdb.URL, args...)
 		if err != nil {
-			return "", 0, nil, envError("%w", err)
+			return "", 0, nil, err
 		}
 		return p.Addr, p.PID(), p.Stop, nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -95,14 +96,13 @@ func redis(t *testing.T) string {
 		corpusMissing(t, "no redis-server (install redis-server)")
 	}
 	for attempt := 0; attempt < 3; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		free, err := procs.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-		l.Close()
-		cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-		g, err := procs.StartGroup(cmd)
+		port := strconv.Itoa(free)
+		spec := procs.Spec{Path: path, Args: []string{"--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no", "--dir", t.TempDir()}, Group: true}
+		g, err := spec.Start(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

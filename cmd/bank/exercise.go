@@ -334,10 +334,10 @@ func runProgram(ctx context.Context, program []string, dbURL string) (*programRu
 		return nil, envError("cannot run %s: %v", program[0], err)
 	}
 	o := newOutput()
-	spec := procs.Spec{Path: program[0], Args: program[1:], Env: []string{"DATABASE_URL=" + dbURL},
+	spec := procs.Spec{Path: program[0], Args: program[1:], Env: []string{"DATABASE_URL=" + dbURL}, Group: true,
 		Stdout: outputStream{o, false}, Stderr: outputStream{o, true},
 		WaitDelay: 2 * time.Second} // a child it left behind may hold its output open
-	g, err := procs.StartGroup(spec.Command(context.WithoutCancel(ctx)))
+	g, err := spec.Start(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, envError("cannot run %s: %v", program[0], err)
 	}

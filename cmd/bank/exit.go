@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // Exit codes, in one place: each means one thing, for every command
@@ -77,7 +78,8 @@ func exitCode(err error) int {
 // fromEnvironment reports whether err says the machine failed the lab
 // rather than the lab failing: PostgreSQL not started, not reached, gone,
 // full or shutting down; the network; a file the lab could not read or
-// write; a program it could not run.
+// write; a program it could not run, or a child (bank serve) that did not
+// start.
 func fromEnvironment(err error) bool {
 	var env *pgserver.Error
 	var connect *pgconn.ConnectError
@@ -85,10 +87,11 @@ func fromEnvironment(err error) bool {
 	var path *fs.PathError
 	var link *os.LinkError
 	var run *exec.Error
+	var child *procs.NotStarted
 	var pg *pgconn.PgError
 	switch {
 	case errors.As(err, &env), errors.As(err, &connect), errors.As(err, &network),
-		errors.As(err, &path), errors.As(err, &link), errors.As(err, &run):
+		errors.As(err, &path), errors.As(err, &link), errors.As(err, &run), errors.As(err, &child):
 		return true
 	case errors.As(err, &pg):
 		// 08 connection exception, 53 insufficient resources (disk full,

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // TestExitCodeOfEachError: every kind of error maps to its one code, and
@@ -37,6 +38,7 @@ func TestExitCodeOfEachError(t *testing.T) {
 		{&net.OpError{Op: "dial", Err: errors.New("refused")}, exitEnv},
 		{&pgconn.PgError{Code: "57P01"}, exitEnv}, // admin shutdown
 		{&pgconn.PgError{Code: "53100"}, exitEnv}, // disk full
+		{fmt.Errorf("replica: %w", &procs.NotStarted{Err: errors.New("bank did not start")}), exitEnv},
 		{&pgconn.PgError{Code: "23505"}, exitInternal},
 		{&pgconn.PgError{Code: "57014"}, exitInternal}, // a cancelled statement is no sign of the machine
 		{silentExit{exitUnknown}, exitUnknown},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -101,7 +100,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	}
 	defer db.close()
 	cfg := grade.Config{
-		Command: command, Env: os.Environ(), LockTTL: f.lockTTL, StartTimeout: f.startTimeout, Only: f.only,
+		Command: command, LockTTL: f.lockTTL, StartTimeout: f.startTimeout, Only: f.only,
 		NewDatabase: func(ctx context.Context, label string) (string, string, func(), error) {
 			d, err := db.clones.NewDatabase(ctx, label)
 			if err != nil {

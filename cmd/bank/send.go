@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,14 +149,6 @@ func saveDraft(path string, d *draft) error {
 	return nil
 }
 
-func newKey() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
 func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	if f.attempts < 1 {
 		return usagef("--attempts must be at least 1")
@@ -195,7 +186,7 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 			return usagef("missing %s: bank send --from 1 --to 2 --amount-kobo 1000000", strings.Join(slices.Sorted(slices.Values(missing)), ", "))
 		}
 		body, _ := json.Marshal(map[string]int64{"from": f.from, "to": f.to, "amountKobo": f.amount})
-		d = &draft{Key: newKey(), Server: strings.TrimRight(f.server, "/"), Token: f.token, Body: body, SavedAt: time.Now().UTC()}
+		d = &draft{Key: client.NewKey(), Server: strings.TrimRight(f.server, "/"), Token: f.token, Body: body, SavedAt: time.Now().UTC()}
 		if err := saveDraft(path, d); err != nil {
 			return fmt.Errorf("saving the draft before sending: %w", err)
 		}

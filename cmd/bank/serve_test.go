@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/bank/procs"
 )
 
 // serveProcess starts `bank serve` as a real process on a free loopback
@@ -381,12 +382,11 @@ func TestBenchRuns(t *testing.T) {
 // a bad PORT or LOCK_TTL_MS is a one-line usage error.
 func TestServeTakesTheTwelveFactorSettings(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	free, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
+	port := strconv.Itoa(free)
 	cmd := command(t, pgtest.CacheDir(t), "serve")
 	cmd.Env = append(cmd.Env, "PORT="+port, "LOCK_TTL_MS=1500")
 	stdout, _ := cmd.StdoutPipe()

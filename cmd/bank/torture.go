@@ -4,20 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
 	"github.com/zudojs/bank/scenarios/wrong"
 )
@@ -100,12 +95,11 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	}
 	var replicas []torture.Replica
 	for i := 0; i < f.replicas; i++ {
-		name := fmt.Sprintf("bank-replica-%d", i)
-		r := &replica{name: name, binary: binary, dbURL: withAppName(tdb.URL, name), args: replicaArgs(args, f.seed, i)}
-		if err := r.Restart(); err != nil {
+		r, err := torture.StartServe(binary, tdb.URL, i, f.seed, args)
+		if err != nil {
 			return err
 		}
-		defer r.stop()
+		defer r.Stop()
 		replicas = append(replicas, r)
 	}
 	cfg := torture.Config{
@@ -200,126 +194,4 @@ func sortedKeys(m map[string]int64) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// replica is a bank serve process that torture can kill, restart and pause.
-type replica struct {
-	name          string
-	binary, dbURL string
-	args          []string
-	mu            sync.Mutex
-	p             *procs.Child
-	port          string
-	counted       map[string]int64 // metrics of earlier lives
-}
-
-func (r *replica) URL() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.p.Addr
-}
-
-func (r *replica) Restart() error {
-	args := r.args
-	if r.port != "" {
-		args = append(append([]string{}, args...), "--addr", "127.0.0.1:"+r.port)
-	}
-	var p *procs.Child
-	var err error
-	for i := 0; i < 20; i++ { // the old process's port may take a moment to free
-		if p, err = procs.Serve(context.Background(), r.binary, r.dbURL, args...); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		return envError("%w", err)
-	}
-	r.mu.Lock()
-	r.p = p
-	r.port = p.Addr[strings.LastIndex(p.Addr, ":")+1:]
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *replica) Kill() error {
-	r.keepMetrics()
-	r.mu.Lock()
-	p := r.p
-	r.mu.Unlock()
-	return p.Kill()
-}
-
-// replicaArgs are replica i's arguments: a copy of args with its own seed.
-// (Appending to args itself would share one backing array, and every
-// replica would get the last one's seed.)
-func replicaArgs(args []string, seed uint64, i int) []string {
-	return slices.Concat(args, []string{"--seed", strconv.Itoa(int(seed)*10 + i)})
-}
-
-func (r *replica) Name() string { return r.name }
-
-func (r *replica) Pause() error { return procs.Pause(r.process()) }
-
-func (r *replica) Resume() error { return procs.Resume(r.process()) }
-
-func (r *replica) process() *os.Process {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.p.Process()
-}
-
-// withAppName tags a connection URL's sessions with an application_name,
-// so that pg_stat_activity shows which replica a session belongs to.
-func withAppName(dbURL, name string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return dbURL
-	}
-	q := u.Query()
-	q.Set("application_name", name)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func (r *replica) keepMetrics() {
-	if r.counted == nil {
-		r.counted = map[string]int64{}
-	}
-	for k, v := range scrape(r.URL()) {
-		r.counted[k] += v
-	}
-}
-
-func (r *replica) Metrics() map[string]int64 {
-	m := scrape(r.URL())
-	for k, v := range r.counted {
-		m[k] += v
-	}
-	return m
-}
-
-func (r *replica) stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p != nil {
-		r.p.Stop()
-	}
-}
-
-func scrape(url string) map[string]int64 {
-	m := map[string]int64{}
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		return m
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "#") {
-			v, _ := strconv.ParseInt(f[1], 10, 64)
-			m[f[0]] = v
-		}
-	}
-	return m
 }

@@ -13,10 +13,7 @@ import (
 
 // NewKey makes an idempotency key the way an app does when the confirm
 // screen opens: random, here from the lab's seeded source.
-func (l *Lab) NewKey() string {
-	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", l.Rand.Uint32(), l.Rand.Uint32()&0xffff,
-		l.Rand.Uint32()&0xfff, 0x8000|l.Rand.Uint32()&0x3fff, l.Rand.Uint64()&0xffffffffffff)
-}
+func (l *Lab) NewKey() string { return client.NewKeyFrom(l.Rand) }
 
 // App is the lab's retrying app, aimed at url: each attempt is drawn, and
 // said in the transcript.

@@ -1,11 +1,11 @@
 package bench
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
 	"sync"
+
+	"github.com/zudojs/bank/bank/client"
 )
 
 // Mode is one way of sending transfers. Modes are told apart by value,
@@ -67,11 +67,11 @@ func (q *requests) next(m Mode, r *mrand.Rand) (key, body string, copies int) {
 		s := q.done[r.IntN(len(q.done))]
 		return s.key, s.body, 1
 	case Storm:
-		return newKey(), randomBody(r, q.accounts), 2
+		return client.NewKey(), randomBody(r, q.accounts), 2
 	case NoKey:
 		return "", randomBody(r, q.accounts), 1
 	}
-	k, b := newKey(), randomBody(r, q.accounts)
+	k, b := client.NewKey(), randomBody(r, q.accounts)
 	q.mu.Lock()
 	if len(q.done) < 5000 {
 		q.done = append(q.done, sent{k, b})
@@ -88,10 +88,4 @@ func randomBody(r *mrand.Rand, accounts int) string {
 		to++
 	}
 	return fmt.Sprintf(`{"from":%d,"to":%d,"amountKobo":100}`, from, to)
-}
-
-func newKey() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return "bench-" + hex.EncodeToString(b)
 }

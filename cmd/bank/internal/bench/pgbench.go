@@ -84,7 +84,7 @@ func runPgbench(ctx context.Context, cfg Config, script string, d time.Duration)
 	spec := procs.Spec{Path: cfg.Pgbench, Dir: dir, Env: env, Args: []string{"-n", "-f", file, "-c", strconv.Itoa(cfg.Clients), "-j", "2",
 		"-T", strconv.Itoa(seconds), "-D", "naccounts=" + strconv.Itoa(cfg.Accounts),
 		"--log", "--log-prefix", filepath.Join(dir, "log")}}
-	if err := procs.Run(ctx, &spec); err != nil {
+	if err := spec.Run(ctx); err != nil {
 		return sample{}, fmt.Errorf("pgbench: %v\n%s", err, spec.Output.String())
 	}
 	// Per-transaction latencies, in microseconds, are the third column of

@@ -27,7 +27,6 @@ import (
 // Config is one grading run.
 type Config struct {
 	Command      []string      // the learner's server and its arguments
-	Env          []string      // its environment, before DATABASE_URL, PORT and LOCK_TTL_MS
 	LockTTL      time.Duration // LOCK_TTL_MS: how long the server's claim should hold a key
 	StartTimeout time.Duration // how long a server may take to listen
 	Only         []string      // the checks to run; empty means all

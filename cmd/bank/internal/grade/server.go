@@ -31,7 +31,7 @@ type instance struct {
 	cfg    *Config
 	dbURL  string
 	port   int
-	g      *procs.Group
+	g      *procs.Child
 	output *procs.Tail
 }
 
@@ -41,7 +41,7 @@ func startInstance(ctx context.Context, cfg *Config, dbURL string) (*instance, e
 	in := &instance{cfg: cfg, dbURL: dbURL}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if in.port, err = freePort(); err != nil {
+		if in.port, err = procs.FreePort(); err != nil {
 			return nil, err
 		}
 		if err = in.start(ctx); !errors.Is(err, errPortTaken) {
@@ -58,13 +58,10 @@ func (in *instance) start(ctx context.Context) error {
 	spec := procs.Spec{Path: in.cfg.Command[0], Args: in.cfg.Command[1:], Env: []string{
 		"DATABASE_URL=" + in.dbURL,
 		"PORT=" + strconv.Itoa(in.port),
-		"LOCK_TTL_MS=" + strconv.FormatInt(in.cfg.LockTTL.Milliseconds(), 10)}}
-	cmd := spec.Command(context.WithoutCancel(ctx)) // the grader kills it itself, when it should
-	if in.cfg.Env != nil {
-		cmd.Env = append(append([]string{}, in.cfg.Env...), spec.Env...)
-	}
+		"LOCK_TTL_MS=" + strconv.FormatInt(in.cfg.LockTTL.Milliseconds(), 10)},
+		Group: true, StopGrace: 5 * time.Second}
+	g, err := spec.Start(context.WithoutCancel(ctx)) // the grader kills it itself, when it should
 	in.output = spec.Output
-	g, err := procs.StartGroup(cmd)
 	if err != nil {
 		return &StartError{Why: fmt.Sprintf("cannot start %s: %v; check the command after --", in.cfg.Command[0], err)}
 	}
@@ -120,7 +117,7 @@ func exitStatus(err error) string {
 func (in *instance) kill() { in.g.Kill() }
 
 // stop ends the server the orderly way (SIGTERM), as a deploy would.
-func (in *instance) stop() { in.g.Stop(5 * time.Second) }
+func (in *instance) stop() { in.g.Stop() }
 
 // restart starts it again on the same port. Should another program take
 // the port in the meantime, the check cannot go on: it is run again.
@@ -133,15 +130,6 @@ func (in *instance) restart(ctx context.Context) error {
 }
 
 func (in *instance) base() string { return "http://127.0.0.1:" + strconv.Itoa(in.port) }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // proxy stands between the grader's client and one server instance, and
 // loses replies on demand: it reads the server's whole reply, then closes

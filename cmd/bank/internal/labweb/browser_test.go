@@ -121,9 +121,8 @@ func notBlank(t *testing.T, shot []byte, name string) {
 // the balances and the invariants off the page.
 func TestLabInBrowser(t *testing.T) {
 	ctx := chrome(t)
-	cmd := exec.Command(bankBinary(t), "lab", "--addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+pgtest.CacheDir(t), "DATABASE_URL=")
-	lab, err := procs.StartChild(cmd)
+	spec := procs.Spec{Path: bankBinary(t), Args: []string{"lab", "--addr", "127.0.0.1:0"}, Env: []string{"BANK_CACHE_DIR=" + pgtest.CacheDir(t), "DATABASE_URL="}}
+	lab, err := spec.StartReady(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
