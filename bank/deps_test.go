@@ -87,8 +87,8 @@ func TestDependencyRules(t *testing.T) {
 			"bench drives bank serve and pgbench with the bank's and idem's own SQL"},
 		"grade": {[]string{"bank", "bank/audit", "bank/procs", "cmd/bank/internal/torture"},
 			"grade runs the learner's server, checks the books, and reuses torture's run"},
-		"labweb": {[]string{"scenarios", "bank/pgserver/pgtest", "bank/procs"},
-			"labweb serves the scenarios (its browser tests start bank lab)"},
+		"labweb": {[]string{"scenarios/render", "bank/pgserver/pgtest", "bank/procs"},
+			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
 		"torture": {[]string{"bank/audit", "bank/client", "bank/procs"},
 			"torture sends as the client does, runs bank serve replicas and checks the books"},
 	}
