@@ -89,6 +89,8 @@ func TestDependencyRules(t *testing.T) {
 			"grade runs the learner's server, checks the books, and reuses torture's run"},
 		"labweb": {[]string{"scenarios/render", "bank/pgserver/pgtest", "bank/procs"},
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
+		"program": {[]string{"bank/procs"},
+			"program runs the learner's program through procs, and knows nothing of exercises"},
 		"torture": {[]string{"bank/audit", "bank/client", "bank/procs"},
 			"torture sends as the client does, runs bank serve replicas and checks the books"},
 	}

@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/cmd/bank/internal/program"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -98,18 +94,9 @@ func exerciseEntries() []entry {
 	return entriesOf(practice.Exercises, func(x *practice.Exercise) entry { return entry{x.Name, x.Summary} })
 }
 
-// The bounds on a learner's program.
-const (
-	programTimeout = 30 * time.Second
-	outputLimit    = 1 << 20  // more output than this, on both streams together, and it is stopped
-	keepStdout     = 64 << 10 // the first bytes of its standard output, checked
-	keepStderr     = 8 << 10  // the last bytes of its standard error, shown
-	stderrLines    = 40       // at most this many of them
-)
-
-func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile string, program []string) error {
+func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile string, argv []string) error {
 	var stmt []byte
-	mode, who := practice.ProgramMode, "your program: "+strings.Join(program, " ")
+	mode, who := practice.ProgramMode, "your program: "+strings.Join(argv, " ")
 	if sqlFile != "" {
 		var err error
 		if stmt, err = os.ReadFile(sqlFile); err != nil {
@@ -128,7 +115,7 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 	}
 	defer db.close()
 	fmt.Fprintln(a.io.Out, ex.Prompt(mode))
-	var run *programRun
+	var run *program.Result
 	attempt, err := practice.CheckExercise(ctx, db.clones, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		if stmt != nil {
 			// The learner's statement runs as the learner's role.
@@ -140,13 +127,13 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 			return practice.RunSQL(ctx, conn, ex, string(stmt))
 		}
 		var err error
-		if run, err = runProgram(ctx, program, dbURL); err != nil {
+		if run, err = program.Run(ctx, argv, []string{"DATABASE_URL=" + dbURL}); err != nil {
 			return practice.Ran{}, err
 		}
-		if run.tooMuch {
-			return practice.Ran{}, nof("your program printed more than %s; it was stopped", sizeOf(outputLimit))
+		if run.TooMuch {
+			return practice.Ran{}, nof("your program printed more than %s; it was stopped", program.SizeOf(program.OutputLimit))
 		}
-		return practice.Ran{Printed: run.stdout, Failed: run.failed()}, nil
+		return practice.Ran{Printed: run.Stdout, Failed: failedFinding(run)}, nil
 	})
 	if err != nil {
 		return err
@@ -154,12 +141,12 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 	w := a.io.Out
 	fmt.Fprintf(w, "== checking %s\n\n", who)
 	printFindings(w, attempt, color)
-	if run != nil && run.stdoutCut {
-		fmt.Fprintf(w, "\n(it printed more than %s: only the first %s were checked)\n", sizeOf(keepStdout), sizeOf(keepStdout))
+	if run != nil && run.StdoutCut {
+		fmt.Fprintf(w, "\n(it printed more than %s: only the first %s were checked)\n", program.SizeOf(program.KeepStdout), program.SizeOf(program.KeepStdout))
 	}
-	if run != nil && run.stderr != "" && (!attempt.Passed() || run.failed() != nil) {
-		fmt.Fprintf(w, "\nyour program's standard error, %s:\n%s\n", run.stderrHeading(), indent(run.stderrShown()))
-		if tip := ex.Tip(run.stderr); tip != "" {
+	if run != nil && run.Stderr != "" && (!attempt.Passed() || failedFinding(run) != nil) {
+		fmt.Fprintf(w, "\nyour program's standard error, %s:\n%s\n", run.StderrHeading(), indent(run.StderrShown()))
+		if tip := ex.Tip(run.Stderr); tip != "" {
 			fmt.Fprintf(w, "that is: %s\n", tip)
 		}
 	}
@@ -219,172 +206,6 @@ func (a *app) showSolution(ctx context.Context, ex *practice.Exercise) error {
 	return nil
 }
 
-// programRun is how a learner's program ran, with no more of its output
-// kept than the bounds allow.
-type programRun struct {
-	stdout    string // the first keepStdout bytes of its standard output
-	stdoutCut bool   // it printed more than that
-	stderr    string // the last keepStderr bytes of its standard error
-	stderrCut bool   // it wrote more than that
-	exit      int    // its exit status; -1 when it was stopped
-	timedOut  bool   // stopped after programTimeout
-	tooMuch   bool   // stopped for printing more than outputLimit
-	total     int64  // bytes it wrote, on both streams
-	kept      int    // bytes of buffer the lab held for its output
-}
-
-// failed is the finding for a program that did not run to the end.
-func (r *programRun) failed() *practice.Finding {
-	why := ""
-	switch {
-	case r.timedOut:
-		why = fmt.Sprintf("it was stopped after %s: does it wait for something, or leave its database connection open (db.end(), conn.close())?", programTimeout)
-	case r.exit != 0:
-		why = fmt.Sprintf("it exited with status %d", r.exit)
-		if r.stderr != "" {
-			why += "; its standard error is below"
-		}
-	default:
-		return nil
-	}
-	return &practice.Finding{What: "your program runs to the end", Detail: why}
-}
-
-func (r *programRun) stderrShown() string {
-	s := strings.TrimRight(r.stderr, "\n")
-	if r.stderrCut { // the first line kept is likely a piece of one
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
-		}
-	}
-	return lastLinesOf(s, stderrLines)
-}
-
-func (r *programRun) stderrHeading() string {
-	shown := r.stderrShown()
-	if !r.stderrCut && shown == strings.TrimRight(r.stderr, "\n") {
-		return "all of it"
-	}
-	if n := strings.Count(shown, "\n") + 1; n > 1 {
-		return fmt.Sprintf("the last %d lines", n)
-	}
-	return "its last line"
-}
-
-// output keeps a bounded part of what a program writes: the head of its
-// standard output, for the checks, and the tail of its standard error, to
-// show. It counts everything, and says when the total passes the limit.
-type output struct {
-	mu        sync.Mutex
-	total     int64
-	head      []byte // capacity keepStdout, never grown
-	tail      []byte // capacity keepStderr, never grown
-	headCut   bool
-	tailCut   bool
-	over      chan struct{}
-	closeOver sync.Once
-}
-
-func newOutput() *output {
-	return &output{head: make([]byte, 0, keepStdout), tail: make([]byte, 0, keepStderr), over: make(chan struct{})}
-}
-
-type outputStream struct {
-	o      *output
-	stderr bool
-}
-
-func (s outputStream) Write(p []byte) (int, error) {
-	o := s.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.total += int64(len(p))
-	if o.total > outputLimit {
-		o.closeOver.Do(func() { close(o.over) })
-		return len(p), nil // discarded: the program is being stopped
-	}
-	if !s.stderr {
-		n := min(len(p), cap(o.head)-len(o.head))
-		o.head = append(o.head, p[:n]...)
-		o.headCut = o.headCut || n < len(p)
-		return len(p), nil
-	}
-	if len(p) >= cap(o.tail) {
-		o.tailCut = o.tailCut || len(o.tail) > 0 || len(p) > cap(o.tail)
-		o.tail = append(o.tail[:0], p[len(p)-cap(o.tail):]...)
-		return len(p), nil
-	}
-	if drop := len(o.tail) + len(p) - cap(o.tail); drop > 0 {
-		o.tailCut = true
-		o.tail = o.tail[:copy(o.tail, o.tail[drop:])]
-	}
-	o.tail = append(o.tail, p...)
-	return len(p), nil
-}
-
-// runProgram runs the learner's program, with everything it starts, with
-// the exercise's database in its environment. It is stopped after
-// programTimeout, or once it has printed more than outputLimit; of its
-// output only the bounded parts output keeps are held. A program that
-// exits with an error still has its output checked.
-func runProgram(ctx context.Context, program []string, dbURL string) (*programRun, error) {
-	// The group starts it through a shell, which would report a missing
-	// program as its own exit 127: look first.
-	if _, err := exec.LookPath(program[0]); err != nil {
-		return nil, envError("cannot run %s: %v", program[0], err)
-	}
-	o := newOutput()
-	spec := procs.Spec{Path: program[0], Args: program[1:], Env: []string{"DATABASE_URL=" + dbURL}, Group: true,
-		Stdout: outputStream{o, false}, Stderr: outputStream{o, true},
-		WaitDelay: 2 * time.Second} // a child it left behind may hold its output open
-	g, err := spec.Start(context.WithoutCancel(ctx))
-	if err != nil {
-		return nil, envError("cannot run %s: %v", program[0], err)
-	}
-	r := &programRun{}
-	timer := time.NewTimer(programTimeout)
-	defer timer.Stop()
-	select {
-	case <-g.Exited():
-		g.Kill() // anything it left behind
-	case <-o.over:
-		r.tooMuch = true
-		g.Kill()
-	case <-timer.C:
-		r.timedOut = true
-		g.Kill()
-	case <-ctx.Done():
-		g.Kill()
-		return nil, ctx.Err()
-	}
-	var exit *exec.ExitError
-	switch err := g.Err(); {
-	case err == nil:
-	case errors.As(err, &exit):
-		r.exit = exit.ExitCode()
-	default:
-		r.exit = -1
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	select {
-	case <-o.over:
-		r.tooMuch = true // it got there just as it exited
-	default:
-	}
-	r.stdout, r.stdoutCut = string(o.head), o.headCut
-	r.stderr, r.stderrCut = string(o.tail), o.tailCut
-	r.total, r.kept = o.total, cap(o.head)+cap(o.tail)
-	return r, nil
-}
-
-func sizeOf(n int) string {
-	if n >= 1<<20 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d KiB", n>>10)
-}
-
 // hintFile is where the lab remembers how many of an exercise's hints
 // were shown: the user's cache directory, one file per exercise.
 func hintFile(ex *practice.Exercise) (string, error) {
@@ -427,14 +248,6 @@ func (a *app) nextHint(ex *practice.Exercise) error {
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
-func lastLinesOf(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // showTask says what the exercise checks and how to have it checked.
 func (a *app) showTask(ex *practice.Exercise) {
 	fmt.Fprintln(a.io.Out, ex.Prompt(practice.ProgramMode, practice.SQLMode))
@@ -443,4 +256,21 @@ func (a *app) showTask(ex *practice.Exercise) {
 		fmt.Fprintf(a.io.Out, "  bank exercise %s --sql FILE       (your statement, with $1 and $2 bound)\n", ex.Name)
 	}
 	fmt.Fprintf(a.io.Out, "stuck? bank exercise %s --hint\n", ex.Name)
+}
+
+// failedFinding is the finding for a program that did not run to the end.
+func failedFinding(r *program.Result) *practice.Finding {
+	why := ""
+	switch {
+	case r.TimedOut:
+		why = fmt.Sprintf("it was stopped after %s: does it wait for something, or leave its database connection open (db.end(), conn.close())?", program.Timeout)
+	case r.Exit != 0:
+		why = fmt.Sprintf("it exited with status %d", r.Exit)
+		if r.Stderr != "" {
+			why += "; its standard error is below"
+		}
+	default:
+		return nil
+	}
+	return &practice.Finding{What: "your program runs to the end", Detail: why}
 }

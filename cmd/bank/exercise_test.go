@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -236,10 +235,8 @@ func TestExerciseUsageAndEnvironment(t *testing.T) {
 }
 
 // TestExerciseOutputIsBounded: a program that prints without end is
-// stopped once past the limit, with one line saying so, and the lab holds
-// no more of its output than its two fixed buffers, whichever stream it
-// floods; a program that prints a lot, but less than the limit, has its
-// head checked and its tail shown.
+// stopped once past the limit, with one line saying so, and is not
+// checked (package program's tests bound what the lab holds of it).
 func TestExerciseOutputIsBounded(t *testing.T) {
 	t.Parallel()
 	r := cli(t, nil, "exercise", "ship", "--", "sh", "-c", "yes")
@@ -249,29 +246,6 @@ func TestExerciseOutputIsBounded(t *testing.T) {
 	oneLine(t, r)
 	if strings.Contains(r.stdout, "== checking") {
 		t.Errorf("a stopped program is checked all the same:\n%s", r.stdout)
-	}
-	for _, flood := range []string{"yes", "yes >&2", "yes | tee /dev/stderr"} {
-		run, err := runProgram(context.Background(), []string{"sh", "-c", flood}, "postgres://unused")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !run.tooMuch || run.total <= outputLimit {
-			t.Errorf("%s: not stopped past the limit: %+v", flood, run.total)
-		}
-		if run.kept > keepStdout+keepStderr || len(run.stdout) > keepStdout || len(run.stderr) > keepStderr {
-			t.Errorf("%s: the lab held %d bytes of buffer (stdout %d, stderr %d), more than %d", flood, run.kept, len(run.stdout), len(run.stderr), keepStdout+keepStderr)
-		}
-	}
-	// 200 KiB out and 100 KiB of error, less than the limit together.
-	run, err := runProgram(context.Background(), []string{"sh", "-c", "head -c 204800 /dev/zero | tr '\\0' o; head -c 102400 /dev/zero | tr '\\0' e >&2; printf '\\nlast\\n' >&2"}, "postgres://unused")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.tooMuch || run.exit != 0 || len(run.stdout) != keepStdout || !run.stdoutCut || len(run.stderr) > keepStderr || !run.stderrCut || !strings.HasSuffix(run.stderr, "last\n") {
-		t.Errorf("stdout %d (cut %t), stderr %d (cut %t), exit %d, stopped %t", len(run.stdout), run.stdoutCut, len(run.stderr), run.stderrCut, run.exit, run.tooMuch)
-	}
-	if shown := run.stderrShown(); strings.Contains(shown, "eeee") || shown != "last" {
-		t.Errorf("a cut first line is shown: %q", shown)
 	}
 }
 
