@@ -47,6 +47,7 @@ func TestDependencyRules(t *testing.T) {
 		{module + "/scenarios", func(d string) bool {
 			return d == module+"/scenarios/render" || d == module+"/scenarios/practice"
 		}, "a lesson tells its story to the lab; drawing it and practising on it come after"},
+		{module + "/cmd/bank/help", own, "the manual is text: it imports nothing of ours"},
 		{module + "/scenarios/lab", func(d string) bool {
 			return strings.HasPrefix(d, module+"/scenarios") || strings.HasPrefix(d, module+"/cmd")
 		},

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/zudojs/bank/cmd/bank/help"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/practice"
@@ -21,25 +22,25 @@ import (
 // starts with its one-line summary and a blank line, and is plain text.
 func TestHelpTopicsAreWrapped(t *testing.T) {
 	t.Parallel()
-	for _, tp := range topics() {
-		lines := strings.Split(tp.text, "\n")
-		if !strings.HasSuffix(tp.text, "\n") || strings.HasSuffix(tp.text, "\n\n") {
-			t.Errorf("%s: the text must end with exactly one newline", tp.name)
+	for _, tp := range help.Topics() {
+		lines := strings.Split(tp.Text, "\n")
+		if !strings.HasSuffix(tp.Text, "\n") || strings.HasSuffix(tp.Text, "\n\n") {
+			t.Errorf("%s: the text must end with exactly one newline", tp.Name)
 		}
-		if tp.summary == "" || len(lines) < 3 || lines[1] != "" {
-			t.Errorf("%s: want a one-line summary, a blank line, then the text", tp.name)
+		if tp.Summary == "" || len(lines) < 3 || lines[1] != "" {
+			t.Errorf("%s: want a one-line summary, a blank line, then the text", tp.Name)
 		}
 		// The list in bank help puts the summary after two spaces, the
 		// name column and two more: it must fit 80 columns there too.
-		if n := 4 + len("environment") + utf8.RuneCountInString(tp.summary); n > 80 {
-			t.Errorf("%s: the summary makes a %d-column line in bank help", tp.name, n)
+		if n := 4 + len("environment") + utf8.RuneCountInString(tp.Summary); n > 80 {
+			t.Errorf("%s: the summary makes a %d-column line in bank help", tp.Name, n)
 		}
 		for i, l := range lines {
 			if n := utf8.RuneCountInString(l); n > 80 {
-				t.Errorf("help/%s.txt:%d is %d columns wide: %q", tp.name, i+1, n, l)
+				t.Errorf("help/%s.txt:%d is %d columns wide: %q", tp.Name, i+1, n, l)
 			}
 			if strings.ContainsAny(l, "\t\r") || strings.TrimRight(l, " ") != l {
-				t.Errorf("help/%s.txt:%d has a tab, a carriage return or trailing spaces", tp.name, i+1)
+				t.Errorf("help/%s.txt:%d has a tab, a carriage return or trailing spaces", tp.Name, i+1)
 			}
 		}
 	}
@@ -49,7 +50,7 @@ func TestHelpTopicsAreWrapped(t *testing.T) {
 // lists, and every listed topic has its file.
 func TestHelpTopicsAreAllListed(t *testing.T) {
 	t.Parallel()
-	entries, err := fs.ReadDir(helpFiles, "help")
+	entries, err := fs.ReadDir(help.Files, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestHelpTopicsAreAllListed(t *testing.T) {
 		files = append(files, strings.TrimSuffix(e.Name(), ".txt"))
 	}
 	slices.Sort(files)
-	listed := topicNames()
+	listed := help.Names()
 	slices.Sort(listed)
 	if !slices.Equal(files, listed) {
 		t.Fatalf("help/ holds %v, topicOrder lists %v", files, listed)
@@ -80,9 +81,9 @@ func TestHelpListsCommandsAndTopics(t *testing.T) {
 				t.Errorf("%v does not list the command %s", args, c.Name())
 			}
 		}
-		for _, tp := range topics() {
-			if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(tp.name) + ` +` + regexp.QuoteMeta(tp.summary) + `$`).MatchString(r.stdout) {
-				t.Errorf("%v does not list the topic %s with its summary", args, tp.name)
+		for _, tp := range help.Topics() {
+			if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(tp.Name) + ` +` + regexp.QuoteMeta(tp.Summary) + `$`).MatchString(r.stdout) {
+				t.Errorf("%v does not list the topic %s with its summary", args, tp.Name)
 			}
 		}
 	}
@@ -92,10 +93,10 @@ func TestHelpListsCommandsAndTopics(t *testing.T) {
 // where a command has the same name (bank grade --help has the flags).
 func TestHelpTopicPrintsIt(t *testing.T) {
 	t.Parallel()
-	for _, tp := range topics() {
-		r := cli(t, nil, "help", tp.name)
-		if r.code != exitOK || r.stdout != tp.text || r.stderr != "" {
-			t.Errorf("help %s: exit %d, stderr %q, stdout starts %.60q", tp.name, r.code, r.stderr, r.stdout)
+	for _, tp := range help.Topics() {
+		r := cli(t, nil, "help", tp.Name)
+		if r.code != exitOK || r.stdout != tp.Text || r.stderr != "" {
+			t.Errorf("help %s: exit %d, stderr %q, stdout starts %.60q", tp.Name, r.code, r.stderr, r.stdout)
 		}
 	}
 	if r := cli(t, nil, "grade", "--help"); r.code != exitOK || !strings.Contains(r.stdout, "--start-timeout") {
@@ -136,11 +137,11 @@ func TestHelpSuggestsAcrossCommandsAndTopics(t *testing.T) {
 func TestHelpTopicsNameWhatTheyDescribe(t *testing.T) {
 	t.Parallel()
 	text := func(name string) string {
-		tp, ok := lookupTopic(name)
+		tp, ok := help.Lookup(name)
 		if !ok {
 			t.Fatalf("no topic %s", name)
 		}
-		return tp.text
+		return tp.Text
 	}
 	mustName := func(topic string, names []string) {
 		t.Helper()
@@ -268,7 +269,7 @@ func TestReadmeSendsToTheTopics(t *testing.T) {
 		}
 	}
 	slices.Sort(named)
-	all := topicNames()
+	all := help.Names()
 	slices.Sort(all)
 	if !slices.Equal(named, all) {
 		t.Errorf("the README's table names the topics %v; bank help has %v", named, all)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/cmd/bank/help"
 )
 
 const version = "0.1.0"
@@ -89,7 +90,7 @@ The manual is in bank help TOPIC; the topics are listed at the end.`,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				if _, ok := lookupTopic(args[0]); ok {
+				if _, ok := help.Lookup(args[0]); ok {
 					return usagef("%s is a help topic, not a command: bank help %s%s", args[0], args[0], strings.Replace(didYouMean(args[0], commandNames(cmd)), "(did you mean ", "(or did you mean bank ", 1))
 				}
 				return usagef("unknown command %q%s; commands: %s (see bank --help)", args[0], didYouMean(args[0], commandNames(cmd)), strings.Join(commandNames(cmd), ", "))
