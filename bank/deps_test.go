@@ -92,6 +92,8 @@ func TestDependencyRules(t *testing.T) {
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
 		"program": {[]string{"bank/procs"},
 			"program runs the learner's program through procs, and knows nothing of exercises"},
+		"quiz": {[]string{"scenarios/practice", "bank/pgserver", "bank/pgserver/pgtest"},
+			"a sitting asks practice's questions and reads their answers from real runs"},
 		"torture": {[]string{"bank/audit", "bank/client", "bank/procs"},
 			"torture sends as the client does, runs bank serve replicas and checks the books"},
 	}

@@ -2,21 +2,15 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	cryptobin "encoding/binary"
-	"encoding/json"
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/zudojs/bank/cmd/bank/internal/quiz"
 	"github.com/zudojs/bank/scenarios/practice"
 )
-
-const quizLength, quizPass = 5, 4
 
 type quizFlags struct {
 	seed    uint64
@@ -46,8 +40,8 @@ PostgreSQL could not be started or reached. More: bank help quiz.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var words []string
 			if f.answers != "" {
-				if words = strings.Split(f.answers, ","); len(words) != quizLength {
-					return usagef("--answers takes %d choice numbers, one per question, such as 2,1,3,4,1; got %d", quizLength, len(words))
+				if words = strings.Split(f.answers, ","); len(words) != quiz.Length {
+					return usagef("--answers takes %d choice numbers, one per question, such as 2,1,3,4,1; got %d", quiz.Length, len(words))
 				}
 			} else if f.json || !isTerminal(a.io.In) || !isTerminal(a.io.Out) {
 				return usagef("bank quiz asks on a terminal; here give your answers: --answers 2,1,3,4,1 (and --seed N to choose the draw)")
@@ -57,35 +51,27 @@ PostgreSQL could not be started or reached. More: bank help quiz.`,
 				_, _ = rand.Read(b[:])
 				f.seed = cryptobin.LittleEndian.Uint64(b[:]) % 1_000_000
 			}
-			draw := practice.Draw(f.seed, quizLength)
+			draw := practice.Draw(f.seed, quiz.Length)
 			given, err := quizAnswers(words, draw)
 			if err != nil {
 				return err
 			}
-			return a.quiz(cmd.Context(), f.seed, draw, given, f.json)
+			db, err := a.openDatabase(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.close()
+			res, err := quiz.Sit(cmd.Context(), db.clones, a.io.Out, bufio.NewReader(a.io.In), f.seed, draw, given, f.json)
+			if err == nil && !res.Passed {
+				err = silentExit{exitNo}
+			}
+			return err
 		},
 	}
 	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "the draw (default: a new one each time)")
 	cmd.Flags().StringVar(&f.answers, "answers", "", "your answers, option numbers in order, for scripts: 2,1,3,4,1")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the result as JSON (with --answers)")
 	return cmd
-}
-
-type quizResult struct {
-	Seed      uint64        `json:"seed"`
-	Questions []quizOutcome `json:"questions"`
-	Score     int           `json:"score"`
-	Passed    bool          `json:"passed"`
-}
-
-type quizOutcome struct {
-	Scenario string   `json:"scenario"`
-	Ask      string   `json:"question"`
-	Options  []string `json:"options"`
-	Right    int      `json:"rightOption"`
-	Given    int      `json:"givenOption"`
-	Correct  bool     `json:"correct"`
-	Why      string   `json:"why"`
 }
 
 // quizAnswers checks the answers given on the command line against the
@@ -109,142 +95,4 @@ func quizAnswers(words []string, draw []practice.Question) ([]int, error) {
 		given[i] = n
 	}
 	return given, nil
-}
-
-func (a *app) quiz(ctx context.Context, seed uint64, draw []practice.Question, given []int, asJSON bool) error {
-	db, err := a.openDatabase(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.close()
-	w := a.io.Out
-	in := bufio.NewReader(a.io.In)
-	res := quizResult{Seed: seed}
-	if !asJSON {
-		say(w, "", "", fmt.Sprintf("five questions (draw %d; repeat it with --seed %d)", seed, seed))
-	}
-	rights, err := practice.Answers(ctx, db.clones, draw)
-	if err != nil {
-		return err
-	}
-	for i, q := range draw {
-		right := rights[i]
-		o := quizOutcome{Scenario: q.Scenario, Ask: q.Ask, Options: q.Options, Why: q.Why, Right: q.Choice(right)}
-		if !asJSON {
-			printQuestion(w, i+1, q)
-		}
-		if given != nil {
-			o.Given = given[i]
-		} else {
-			o.Given = ask(a, in, len(q.Options))
-		}
-		o.Correct = o.Given == o.Right
-		if o.Correct {
-			res.Score++
-		}
-		res.Questions = append(res.Questions, o)
-		if !asJSON {
-			printVerdict(w, q, o, right)
-		}
-	}
-	res.Passed = res.Score >= quizPass
-	if asJSON {
-		_ = json.NewEncoder(w).Encode(res)
-	} else {
-		printScore(w, res.Score, len(draw))
-	}
-	if !res.Passed {
-		return silentExit{exitNo}
-	}
-	return nil
-}
-
-// ask reads a choice number from the learner, asking again until it is
-// one.
-func ask(a *app, in *bufio.Reader, options int) int {
-	for {
-		fmt.Fprintf(a.io.Out, "   your answer (1-%d): ", options)
-		line, err := in.ReadString('\n')
-		s := strings.TrimSpace(line)
-		n, convErr := strconv.Atoi(s)
-		if convErr == nil && n >= 1 && n <= options {
-			return n
-		}
-		if err != nil {
-			return 0 // input ended: counted as no answer
-		}
-		if s != "" {
-			say(a.io.Out, "   ", "   ", fmt.Sprintf("%q is not one of the choices: answer a number from 1 to %d.", s, options))
-		}
-	}
-}
-
-// quizWidth is the widest line the quiz prints, in runes.
-const quizWidth = 80
-
-// printQuestion prints question n and its numbered choices.
-func printQuestion(w io.Writer, n int, q practice.Question) {
-	fmt.Fprintln(w)
-	num := fmt.Sprintf("%d. ", n)
-	say(w, num, strings.Repeat(" ", utf8.RuneCountInString(num)), q.Ask)
-	for j, opt := range q.Options {
-		say(w, fmt.Sprintf("   %d) ", j+1), "      ", opt)
-	}
-}
-
-// printVerdict says whether the answer was right, why, and which
-// scenario shows it.
-func printVerdict(w io.Writer, q practice.Question, o quizOutcome, right string) {
-	verdict := "right"
-	if !o.Correct {
-		verdict = "not quite: the lab printed " + unbroken(fmt.Sprintf("%d) %s", o.Right, right))
-	}
-	say(w, "   ", "   ", fmt.Sprintf("your answer: %d, %s.", o.Given, verdict))
-	say(w, "   ", "   ", q.Why+" "+unbroken("See it: bank scenario "+q.Scenario))
-}
-
-// printScore prints the score of a quiz of n questions, and what next.
-func printScore(w io.Writer, score, n int) {
-	fmt.Fprintln(w)
-	if score >= quizPass {
-		say(w, "", "", fmt.Sprintf("%d of %d: passed.", score, n))
-		return
-	}
-	say(w, "", "", fmt.Sprintf("%d of %d: not yet (%d to pass). Read the explanations, run the scenarios they name, and try again: the next bank quiz draws a different five.", score, n, quizPass))
-}
-
-// nbsp joins words that must stay on one line, such as a command to copy.
-const nbsp = '\u00a0'
-
-func unbroken(s string) string { return strings.ReplaceAll(s, " ", string(nbsp)) }
-
-// say prints text wrapped at spaces to lines of at most quizWidth runes:
-// the first line starts with first, the others with cont. A word is never
-// cut (an amount such as ₦10,000, a key, a code): one longer than a line
-// stands on a line of its own.
-func say(w io.Writer, first, cont, text string) {
-	for _, l := range wrapWords(first, cont, text, quizWidth) {
-		fmt.Fprintln(w, l)
-	}
-}
-
-func wrapWords(first, cont, text string, width int) []string {
-	var out []string
-	line, n, empty := first, utf8.RuneCountInString(first), true
-	for _, word := range strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\n' }) {
-		wn := utf8.RuneCountInString(word)
-		if !empty && n+1+wn > width {
-			out = append(out, line)
-			line, n, empty = cont, utf8.RuneCountInString(cont), true
-		}
-		if !empty {
-			line, n = line+" ", n+1
-		}
-		line, n, empty = line+word, n+wn, false
-	}
-	out = append(out, strings.TrimRight(line, " "))
-	for i := range out {
-		out[i] = strings.ReplaceAll(out[i], string(nbsp), " ")
-	}
-	return out
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/zudojs/bank/cmd/bank/internal/quiz"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -31,8 +30,8 @@ func fits(t *testing.T, what, out string) {
 func TestQuiz(t *testing.T) {
 	t.Parallel()
 	first := cli(t, nil, "quiz", "--seed", "5", "--answers", "1,1,1,1,1", "--json")
-	var res quizResult
-	if err := json.Unmarshal([]byte(first.stdout), &res); err != nil || len(res.Questions) != quizLength {
+	var res quiz.Result
+	if err := json.Unmarshal([]byte(first.stdout), &res); err != nil || len(res.Questions) != quiz.Length {
 		t.Fatalf("exit %d, %v: %s %s", first.code, err, first.stdout, first.stderr)
 	}
 	var rights, wrongs []string
@@ -40,7 +39,7 @@ func TestQuiz(t *testing.T) {
 		if q.Right < 1 || q.Why == "" || q.Scenario == "" {
 			t.Fatalf("a question without its answer or explanation: %+v", q)
 		}
-		if drawn := practice.Draw(5, quizLength)[i]; q.Ask != drawn.Ask || !slices.Equal(q.Options, drawn.Options) {
+		if drawn := practice.Draw(5, quiz.Length)[i]; q.Ask != drawn.Ask || !slices.Equal(q.Options, drawn.Options) {
 			t.Fatalf("question %d: %q %q, but seed 5 draws %q %q", i+1, q.Ask, q.Options, drawn.Ask, drawn.Options)
 		}
 		rights = append(rights, fmt.Sprint(q.Right))
@@ -95,96 +94,5 @@ func TestQuizUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and %q", c.args, r.code, r.stderr, r.stdout, c.want)
 		}
 		oneLine(t, r)
-	}
-}
-
-// TestQuizAsksAgain: on a terminal, an answer that is not one of the
-// choices is asked again, and the learner is told the range.
-func TestQuizAsksAgain(t *testing.T) {
-	var out bytes.Buffer
-	a := &app{io: stdio{Out: &out}}
-	if n := ask(a, bufio.NewReader(strings.NewReader("9\nx\n\n0\n3\n")), 4); n != 3 {
-		t.Fatalf("ask took %d, want 3\n%s", n, out.String())
-	}
-	if got := strings.Count(out.String(), "your answer (1-4): "); got != 5 {
-		t.Errorf("asked %d times, want 5:\n%s", got, out.String())
-	}
-	for _, want := range []string{`"9" is not one of the choices: answer a number from 1 to 4.`, `"x" is not one`, `"0" is not one`} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("no %q in:\n%s", want, out.String())
-		}
-	}
-	if n := ask(a, bufio.NewReader(strings.NewReader("7")), 4); n != 0 {
-		t.Errorf("at the end of the input ask took %d, want 0 (no answer)", n)
-	}
-}
-
-// TestQuizLinesFit: every line the quiz can print, for every question of
-// the bank (as question 5, with each of its choices as the lab's answer,
-// right and wrong), and every score, is at most 80 columns; the words
-// come out whole and in order, continuation lines are indented under
-// their text, and an amount or a command is never split.
-func TestQuizLinesFit(t *testing.T) {
-	var all bytes.Buffer
-	wrapped := 0 // continuation lines of questions
-	for _, q := range practice.Quiz {
-		var out bytes.Buffer
-		printQuestion(&out, 5, q)
-		for j, right := range q.Options {
-			printVerdict(&out, q, quizOutcome{Given: j + 1, Right: j + 1, Correct: true}, right)
-			printVerdict(&out, q, quizOutcome{Given: (j+1)%len(q.Options) + 1, Right: j + 1}, right)
-		}
-		fits(t, q.Ask, out.String())
-		text := out.String()
-		lines := strings.Split(strings.TrimPrefix(text, "\n"), "\n")
-		if !strings.HasPrefix(lines[0], "5. ") {
-			t.Fatalf("question 5 starts %q", lines[0])
-		}
-		for i := 1; !strings.HasPrefix(lines[i], "   1) "); i++ {
-			if !strings.HasPrefix(lines[i], "   ") || strings.HasPrefix(lines[i], "    ") {
-				t.Errorf("%q: continuation %q is not under the question's text", q.Ask, lines[i])
-			}
-			wrapped++
-		}
-		if !strings.Contains(strings.Join(strings.Fields(text), " "), strings.Join(strings.Fields(q.Ask), " ")) ||
-			!strings.Contains(strings.Join(strings.Fields(text), " "), strings.Join(strings.Fields(q.Why), " ")) {
-			t.Errorf("%q: its words did not come out whole and in order:\n%s", q.Ask, text)
-		}
-		if !strings.Contains(text, "See it: bank scenario "+q.Scenario+"\n") {
-			t.Errorf("%q: the command bank scenario %s is split:\n%s", q.Ask, q.Scenario, text)
-		}
-		all.Write(out.Bytes())
-	}
-	for score := 0; score <= quizLength; score++ {
-		printScore(&all, score, quizLength)
-	}
-	fits(t, "the scores", all.String())
-	for _, l := range strings.Split(all.String(), "\n") {
-		if strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "   ") {
-			t.Errorf("a continuation line indented less than its text: %q", l)
-		}
-	}
-	if wrapped == 0 {
-		t.Error("no question was wrapped: the test no longer tests wrapping")
-	}
-
-	// An amount, a code and a key at the edge go to the next line whole.
-	for _, word := range []string{"₦10,000.", "insufficient_funds", "Idempotency-Key", "ada-transfer-2024-0001"} {
-		for pad := 60; pad <= 80; pad++ {
-			text := strings.Repeat("x", pad-3) + " " + word + " and more words after it"
-			lines := wrapWords("   ", "   ", text, quizWidth)
-			joined := strings.Join(lines, "\n")
-			if !strings.Contains(joined, word) {
-				t.Fatalf("%q split:\n%s", word, joined)
-			}
-			for _, l := range lines {
-				if utf8.RuneCountInString(l) > quizWidth {
-					t.Fatalf("a line of %d runes: %q", utf8.RuneCountInString(l), l)
-				}
-			}
-			if len(lines) > 1 && !strings.HasPrefix(lines[1], "   ") {
-				t.Fatalf("continuation not indented: %q", lines[1])
-			}
-		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/cmd/bank/internal/quiz"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
 	"github.com/zudojs/bank/scenarios/practice"
@@ -354,11 +355,8 @@ func (a *app) predictions(scenario string) []render.Prediction {
 	var ps []render.Prediction
 	fmt.Fprintf(a.io.Out, "before %s runs, predict:\n", scenario)
 	for i, q := range qs {
-		fmt.Fprintf(a.io.Out, "\n%d. %s\n", i+1, q.Ask)
-		for j, opt := range q.Options {
-			fmt.Fprintf(a.io.Out, "   %d) %s\n", j+1, opt)
-		}
-		if n := ask(a, in, len(q.Options)); n > 0 {
+		quiz.PrintQuestion(a.io.Out, i+1, q) // wrapped as the quiz's are
+		if n := quiz.Ask(a.io.Out, in, len(q.Options)); n > 0 {
 			ps = append(ps, q.Prediction(q.Options[n-1]))
 		}
 	}
