@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank"
@@ -124,7 +123,9 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	}
 	rep, err := grade.Run(ctx, cfg)
 	if se, ok := grade.IsStartError(err); ok {
-		a.printGrade(rep, colour, command, f)
+		if !f.json {
+			rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
+		}
 		msg := "bank: " + se.Why
 		if se.Stderr != "" {
 			msg += "\nits last output:\n" + indent(se.Stderr)
@@ -142,7 +143,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 			return err
 		}
 	} else {
-		a.printGrade(rep, colour, command, f)
+		rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
 	}
 	if !rep.Passed {
 		return silentExit{exitNo}
@@ -156,73 +157,4 @@ func lookPathReason(err error) string {
 		return e.Err.Error()
 	}
 	return err.Error()
-}
-
-// printGrade prints the report card: one line per check, and for each
-// failure the mistake it looks like, where to see it done right, and the
-// evidence (for every check with -v).
-func (a *app) printGrade(rep grade.Report, colour bool, command []string, f gradeFlags) {
-	if f.json || len(rep.Results) == 0 {
-		return
-	}
-	w := a.io.Out
-	paint := func(c *color.Color, s string) string {
-		if !colour {
-			return s
-		}
-		c.EnableColor()
-		return c.Sprint(s)
-	}
-	fmt.Fprintf(w, "report card for: %s   (LOCK_TTL_MS=%d)\n\n", strings.Join(command, " "), f.lockTTL.Milliseconds())
-	passed, failed, failedRequired, na := 0, 0, 0, 0
-	for _, r := range rep.Results {
-		mark := map[string]string{grade.Pass: paint(color.New(color.FgGreen), "pass"), grade.Fail: paint(color.New(color.FgRed, color.Bold), "FAIL"), grade.NA: "n/a "}[r.Verdict]
-		title := r.Title
-		if !r.Required {
-			title += " (recommended)"
-		}
-		fmt.Fprintf(w, "%s  %-15s %s\n      %s\n", mark, r.Name, title, r.Why)
-		switch r.Verdict {
-		case grade.Pass:
-			passed++
-		case grade.NA:
-			na++
-		case grade.Fail:
-			failed++
-			if r.Required {
-				failedRequired++
-			}
-		}
-		if r.Verdict == grade.Fail {
-			looksLike := r.LooksLike
-			if looksLike == "" {
-				looksLike = "none of the lesson's mistakes fits what was seen: read the evidence below"
-			}
-			fmt.Fprintf(w, "      looks like: %s\n      see it done right: %s\n", looksLike, r.See)
-		}
-		if r.Verdict == grade.Fail || a.verbose {
-			for _, e := range r.Evidence {
-				fmt.Fprintf(w, "        %s\n", e)
-			}
-		}
-	}
-	fmt.Fprintf(w, "\n%s\n", tally(passed, failed, failedRequired, na, len(rep.Results)))
-	if rep.Passed {
-		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgGreen, color.Bold), "PASS")+" (every required check held)")
-	} else {
-		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgRed, color.Bold), "FAIL")+" (see the lines marked FAIL, and run the command each one names)")
-	}
-}
-
-// tally is the report card's count: "15 of 15 checks passed", or with the
-// failures (how many of them required) and the checks that did not apply.
-func tally(passed, failed, failedRequired, na, all int) string {
-	s := fmt.Sprintf("%d of %d checks passed", passed, all)
-	if failed > 0 {
-		s += fmt.Sprintf(", %d failed (%d of them required)", failed, failedRequired)
-	}
-	if na > 0 {
-		s += fmt.Sprintf(", %d not applicable", na)
-	}
-	return s
 }
