@@ -32,7 +32,7 @@ var MemoryKeys = &lab.Mistake{
 
 		lab.Step("the server restarts")
 		first := lab.Serve(ctx, append(mode, "--lose-responses", "1")...)
-		app := lab.App(first.Addr)
+		app := lab.Phone(first.Addr)
 		app.Sleep = func(ctx context.Context, d time.Duration) error {
 			port := first.Addr[len("http://127.0.0.1:"):]
 			if err := first.Stop(); err != nil && !isSignal(err) {
@@ -47,7 +47,7 @@ var MemoryKeys = &lab.Mistake{
 		lab.Step("two copies of the server")
 		one := lab.Serve(ctx, append(mode, "--lose-responses", "1")...)
 		two := lab.Serve(ctx, mode...)
-		app = lab.App(one.Addr)
+		app = lab.Phone(one.Addr)
 		app.Sleep = func(context.Context, time.Duration) error {
 			app.BaseURL = two.Addr
 			lab.Say("the load balancer sends the retry to the other copy")

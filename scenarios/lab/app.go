@@ -15,9 +15,9 @@ import (
 // screen opens: random, here from the lab's seeded source.
 func (l *Lab) NewKey() string { return client.NewKeyFrom(l.Rand) }
 
-// App is the lab's retrying app, aimed at url: each attempt is drawn, and
+// Phone is the app on the learner's phone: the lab's retrying client, aimed at url: each attempt is drawn, and
 // said in the transcript.
-func (l *Lab) App(url string) *client.Client {
+func (l *Lab) Phone(url string) *client.Client {
 	return &client.Client{
 		BaseURL: url, Token: "token-ada", Rand: l.Rand,
 		HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second},
