@@ -15,8 +15,8 @@ import (
 // screen opens: random, here from the lab's seeded source.
 func (l *Lab) NewKey() string { return client.NewKeyFrom(l.Rand) }
 
-// Phone is the app on the learner's phone: the lab's retrying client, aimed at url: each attempt is drawn, and
-// said in the transcript.
+// Phone is the app on the learner's phone: the lab's retrying client,
+// aimed at url. Each attempt is drawn, and said in the transcript.
 func (l *Lab) Phone(url string) *client.Client {
 	return &client.Client{
 		BaseURL: url, Token: "token-ada", Rand: l.Rand,
