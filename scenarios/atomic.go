@@ -36,7 +36,7 @@ var Atomic = &lab.Scenario{
 		})
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
-			lab.Say("failed: %s", pgErr.Message)
+			lab.SayVerbatim("failed: %s", pgErr.Message)
 			lab.Say("  (SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
 		} else if err != nil {
 			return err

@@ -32,7 +32,7 @@ var Naive = &lab.Scenario{
 			if !errors.As(err, &pgErr) {
 				return err
 			}
-			lab.Say("failed: %s", pgErr.Message)
+			lab.SayVerbatim("failed: %s", pgErr.Message)
 			lab.Say("  (SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
 		}
 		lab.Balances(ctx, "after: ")

@@ -59,7 +59,7 @@ func drawn(rec *render.Recorder) string {
 	var b bytes.Buffer
 	for _, r := range rec.Runs {
 		fmt.Fprintf(&b, "== %s\n", r.Scenario.Name)
-		render.DrawDiagram(&b, r, false)
+		render.DrawDiagram(&b, r, false, 0)
 		b.WriteString("\n")
 	}
 	return b.String()
@@ -97,6 +97,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("the lesson did not reproduce: %s", strings.Join(v.Differences(), "; "))
 			}
 			golden(t, filepath.Join(goldenDir, sc.Name+".golden"), first)
+			checkWidth(t, first)
 			explained(t, sc.Explain, r1)
 			golden(t, filepath.Join("../testdata/diagrams", sc.Name+".golden"), drawn(r1))
 			checkWidth(t, drawn(r1))
@@ -134,6 +135,7 @@ func TestMistakesGolden(t *testing.T) {
 				t.Errorf("the mistake did not reproduce:\n%s", first)
 			}
 			golden(t, filepath.Join("../testdata/mistakes", m.Name+".golden"), first)
+			checkWidth(t, first)
 		})
 	}
 	files, _ := filepath.Glob("../testdata/mistakes/*.golden")
@@ -163,12 +165,20 @@ func explained(t *testing.T, notes map[string]string, rec *render.Recorder) {
 	}
 }
 
-// checkWidth: a diagram fits 100 columns.
-func checkWidth(t *testing.T, drawing string) {
+// checkWidth: every line of a transcript or a drawing fits 80 columns
+// (render.Width), but a line the lesson itself prints wider, word for
+// word.
+func checkWidth(t *testing.T, text string) {
 	t.Helper()
-	for _, l := range strings.Split(drawing, "\n") {
-		if n := utf8.RuneCountInString(l); n > 100 {
-			t.Errorf("a diagram line is %d columns wide: %q", n, l)
+	own := map[string]bool{}
+	for _, lines := range lessonLines {
+		for _, l := range lines {
+			own[l] = true
+		}
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(l); n > render.Width && !own[l] {
+			t.Errorf("a line is %d columns wide, more than %d: %q", n, render.Width, l)
 		}
 	}
 }
@@ -271,7 +281,10 @@ func TestOneRecordingDrawsEverything(t *testing.T) {
 	}
 	// Every line of the transcript between its title and its invariants
 	// is a line, response or balances event, in the same order.
-	body := strings.SplitN(strings.SplitN(live, "\n\ninvariants:", 2)[0], "\n\n", 2)[1]
+	// (Compared unfolded: the JSON carries each line whole.)
+	var whole bytes.Buffer
+	render.Replay(run, render.Text(&whole, render.Options{Width: -1}))
+	body := strings.SplitN(strings.SplitN(whole.String(), "\n\ninvariants:", 2)[0], "\n\n", 2)[1]
 	if got := strings.Join(said, "\n"); got != body {
 		t.Errorf("the JSON lines say another story than the transcript:\n%s", diff(body, got))
 	}

@@ -57,7 +57,7 @@ or your program could not be started. More: bank help exercise.`,
 			}
 			if len(names) == 1 && names[0] == "list" && program == nil {
 				for _, e := range practice.Exercises {
-					fmt.Fprintf(a.io.Out, "%-13s %s\n", e.Name, e.Summary)
+					row(a.io.Out, fmt.Sprintf("%-13s ", e.Name), e.Summary)
 				}
 				return nil
 			}

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios"
@@ -149,7 +151,15 @@ func TestStepWithoutATerminal(t *testing.T) {
 func TestScenarioList(t *testing.T) {
 	t.Parallel()
 	r := cli(t, nil, "scenario", "list")
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var lines []string // a summary too long for 80 columns goes on under itself
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if utf8.RuneCountInString(l) > 80 {
+			t.Errorf("a line of %d columns: %q", utf8.RuneCountInString(l), l)
+		}
+		if !strings.HasPrefix(l, " ") {
+			lines = append(lines, l)
+		}
+	}
 	if r.code != 0 || len(lines) != len(scenarios.All) {
 		t.Fatalf("%+v", r)
 	}
@@ -421,7 +431,7 @@ func TestKeysGC(t *testing.T) {
 func TestMistakeCommand(t *testing.T) {
 	t.Parallel()
 	r := cli(t, nil, "mistake", "list")
-	if r.code != 0 || strings.Count(r.stdout, "\n") != len(scenarios.Mistakes) || !strings.HasPrefix(r.stdout, "new-key-per-attempt ") {
+	if r.code != 0 || strings.Count(r.stdout, "\n")-strings.Count(r.stdout, "\n ") != len(scenarios.Mistakes) || !strings.HasPrefix(r.stdout, "new-key-per-attempt ") {
 		t.Fatalf("%+v", r)
 	}
 	r = cli(t, nil, "mistake", "nosuch")
@@ -455,5 +465,26 @@ func TestNoCacheDirSaysWhatToSet(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if code := exitOf(err); code != exitEnv || !strings.Contains(string(out), "set BANK_CACHE_DIR") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Errorf("exit %d, %q; want exit 3 and one line naming BANK_CACHE_DIR", code, out)
+	}
+}
+
+// TestWidth: --width fits the transcript and the diagram in N columns
+// (but the lesson's own wider lines); too narrow a width is refused.
+func TestWidth(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"scenario", "crash", "--width", "60"}, {"scenario", "crash", "--diagram", "--width", "60"}, {"mistake", "no-fencing", "--width", "64"}} {
+		r := cli(t, nil, args...)
+		width, _ := strconv.Atoi(args[len(args)-1])
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if n := utf8.RuneCountInString(l); n > width {
+				t.Errorf("%v: a line of %d columns: %q", args, n, l)
+			}
+		}
+	}
+	if r := cli(t, nil, "scenario", "crash", "--width", "20"); r.code != exitUsage || !strings.Contains(r.stderr, "60 or more") {
+		t.Errorf("--width 20: exit %d, %q", r.code, r.stderr)
 	}
 }

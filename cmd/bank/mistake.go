@@ -38,7 +38,7 @@ The mistakes, in the order of the lesson's table:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "list" {
 				for _, m := range scenarios.Mistakes {
-					fmt.Fprintf(a.io.Out, "%-20s %s: %s\n", m.Name, m.Summary, m.Happens)
+					row(a.io.Out, fmt.Sprintf("%-20s ", m.Name), m.Summary+": "+m.Happens)
 				}
 				return nil
 			}
@@ -97,25 +97,25 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 // one object that lists each mistake and whether it reproduced.
 func (a *app) mistakeSummary(verdicts []lab.MistakeVerdict, asJSON bool) {
 	if asJSON {
-		type row struct {
+		type line struct {
 			Mistake    string `json:"mistake"`
 			Reproduced bool   `json:"reproduced"`
 		}
-		rows := make([]row, len(verdicts))
+		rows := make([]line, len(verdicts))
 		for i, v := range verdicts {
-			rows[i] = row{v.Mistake, v.Reproduced()}
+			rows[i] = line{v.Mistake, v.Reproduced()}
 		}
 		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"kind": "summary", "mistakes": rows})
 		return
 	}
-	fmt.Fprintf(a.io.Out, "%-20s %-46s %s\n", "mistake", "what happens", "verdict")
+	row(a.io.Out, fmt.Sprintf("%-20s %-21s ", "mistake", "verdict"), "what happens")
 	for _, v := range verdicts {
 		m, _ := scenarios.LookupMistake(v.Mistake)
 		verdict := "reproduced, fix held"
 		if !v.Reproduced() {
 			verdict = "NOT reproduced"
 		}
-		fmt.Fprintf(a.io.Out, "%-20s %-46s %s\n", m.Name, m.Summary, verdict)
+		row(a.io.Out, fmt.Sprintf("%-20s %-21s ", m.Name, verdict), m.Summary)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -22,11 +24,13 @@ type scenarioFlags struct {
 	step, explain, json, keep, predict bool
 	diagram                            bool
 	html                               string
+	width                              int
 }
 
 // pictureFlags are the flags that draw a run, for scenario and mistake.
 func pictureFlags(cmd *cobra.Command, f *scenarioFlags) {
 	cmd.Flags().BoolVar(&f.diagram, "diagram", false, "draw the run as a sequence diagram (one lane per actor, time going down) instead of its transcript")
+	cmd.Flags().IntVar(&f.width, "width", 0, "fit the transcript or diagram in this many columns (default: the terminal's, else 80; the smallest is 60)")
 	cmd.Flags().StringVar(&f.html, "html", "", "also write the run as one self-contained web page (diagram, step notes, balances and keys after each step) to this file")
 }
 
@@ -71,7 +75,7 @@ The scenarios, in the lesson's order:
 
 func (a *app) listScenarios() {
 	for _, s := range scenarios.All {
-		fmt.Fprintf(a.io.Out, "%-*s %s\n", nameWidth(), s.Name, s.Summary)
+		row(a.io.Out, fmt.Sprintf("%-*s ", nameWidth(), s.Name), s.Summary)
 	}
 }
 
@@ -86,6 +90,10 @@ func checkShowFlags(f scenarioFlags) error {
 		return usagef("--explain's notes go with the transcript, which --diagram replaces: use --html FILE or bank lab for the diagram with the notes")
 	case f.diagram && f.predict:
 		return usagef("--predict marks the transcript's lines, which --diagram replaces: choose one")
+	case f.width != 0 && f.width < 60:
+		return usagef("--width %d is too narrow to draw in: give 60 or more (80 is the default)", f.width)
+	case f.width != 0 && f.json:
+		return usagef("--width shapes the transcript and the diagram; --json prints objects, not lines: choose one")
 	}
 	return nil
 }
@@ -99,7 +107,12 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Option
 		return lab.Options{}, err
 	}
 	o := lab.Options{Keep: f.keep}
-	ro.Explain, ro.Color = f.explain, color
+	ro.Explain, ro.Color, ro.Width = f.explain, color, f.width
+	if ro.Width == 0 && isTerminal(a.io.Out) {
+		if n := terminalWidth(a.io.Out); n >= 60 {
+			ro.Width = n
+		}
+	}
 	switch {
 	case f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out):
 		// Enter is read on its own goroutine, so that Ctrl-C at the
@@ -131,7 +144,7 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Option
 	case f.json:
 		o.Sink = render.JSON(a.io.Out)
 	case f.diagram:
-		o.Sink = render.Diagram(a.io.Out, color)
+		o.Sink = render.Diagram(a.io.Out, color, ro.Width)
 	default:
 		o.Sink = render.Text(a.io.Out, ro)
 	}
@@ -236,22 +249,22 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 // summary is the table that ends `bank scenario all`.
 func (a *app) summary(verdicts []lab.Verdict, asJSON bool) {
 	if asJSON {
-		type row struct {
+		type line struct {
 			Scenario   string `json:"scenario"`
 			Reproduced bool   `json:"reproduced"`
 		}
-		rows := make([]row, len(verdicts))
+		rows := make([]line, len(verdicts))
 		for i, v := range verdicts {
-			rows[i] = row{v.Scenario, v.Reproduced}
+			rows[i] = line{v.Scenario, v.Reproduced}
 		}
 		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"kind": "summary", "scenarios": rows})
 		return
 	}
 	w := a.io.Out
-	fmt.Fprintf(w, "%-*s %-18s %s\n", nameWidth(), "scenario", "verdict", "what it demonstrates")
+	row(w, fmt.Sprintf("%-*s %-18s ", nameWidth(), "scenario", "verdict"), "what it demonstrates")
 	for _, v := range verdicts {
 		sc, _ := scenarios.Lookup(v.Scenario)
-		fmt.Fprintf(w, "%-*s %-18s %s\n", nameWidth(), v.Scenario, verdictWord(v), sc.Summary)
+		row(w, fmt.Sprintf("%-*s %-18s ", nameWidth(), v.Scenario, verdictWord(v)), sc.Summary)
 	}
 }
 
@@ -273,6 +286,14 @@ func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Dat
 	fmt.Fprintf(a.io.Err, "bank: kept database %s; look at it with\n  %s\n", kept.Name, db.server.Psql(kept.Name))
 	fmt.Fprintln(a.io.Err, "bank: the private PostgreSQL stays up until you press Ctrl-C")
 	<-ctx.Done()
+}
+
+// row prints one row of a table that lists stories: lead (the name, and
+// any short columns) then text, folded to 80 columns under itself.
+func row(w io.Writer, lead, text string) {
+	for _, l := range render.Fold(lead+text, 0, strings.Repeat(" ", utf8.RuneCountInString(lead))) {
+		fmt.Fprintln(w, l)
+	}
 }
 
 // entry is a name the command accepts, with its one-line summary.

@@ -58,14 +58,17 @@ func (l *Lab) draw(from, to, text, mark string) {
 // Every event but scenario carries Step, the title of the step it
 // happened in ("" before the first).
 type Event struct {
-	Kind  string
-	Step  string
-	Part  bool
-	Text  string
-	From  string
-	To    string
-	Mark  string // message: lost, replayed, in-progress, refused, takeover, fenced, error
-	Clock string // message: simulated time since the lesson's start
+	Kind string
+	Step string
+	Part bool
+	Text string
+	From string
+	To   string
+	Mark string // message: lost, replayed, in-progress, refused, takeover, fenced, error
+	// Verbatim marks a line the lesson itself prints: a transcript shows
+	// it as it is, however wide.
+	Verbatim bool
+	Clock    string // message: simulated time since the lesson's start
 
 	Scenario *Scenario
 	Response *Response
@@ -175,7 +178,7 @@ func keyEventText(l *Lab, e idem.Event) (string, string) {
 	case idem.Completed:
 		return "transfer + answer stored: COMMIT", ""
 	case idem.Fenced:
-		return "store refused: lock id changed (fenced): ROLLBACK", "fenced"
+		return "store refused: the lock id changed: ROLLBACK", "fenced"
 	case idem.Released:
 		return "work failed: release the key", "error"
 	}

@@ -122,6 +122,13 @@ func (l *Lab) Say(format string, args ...any) {
 	l.emit(Event{Kind: "line", Text: fmt.Sprintf(format, args...)})
 }
 
+// SayVerbatim prints a line of the transcript that the lesson itself
+// prints, word for word (PostgreSQL's error, say): it is never folded to
+// the transcript's width.
+func (l *Lab) SayVerbatim(format string, args ...any) {
+	l.emit(Event{Kind: "line", Text: fmt.Sprintf(format, args...), Verbatim: true})
+}
+
 // Reply prints one line that reports a response; --json also gets the
 // response itself.
 func (l *Lab) Reply(r idem.Response, format string, args ...any) {

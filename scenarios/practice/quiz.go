@@ -168,7 +168,7 @@ func Answers(ctx context.Context, clones *pgserver.Clones, qs []Question) ([]str
 				return nil, fmt.Errorf("quiz: no scenario %q", q.Scenario)
 			}
 			var buf bytes.Buffer
-			if _, err := lab.Run(ctx, clones, sc, lab.Options{Sink: render.Text(&buf, render.Options{})}); err != nil {
+			if _, err := lab.Run(ctx, clones, sc, lab.Options{Sink: render.Text(&buf, render.Options{Width: -1})}); err != nil {
 				return nil, err
 			}
 			transcripts[q.Scenario] = buf.String()

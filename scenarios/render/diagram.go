@@ -46,11 +46,9 @@ func Replay(rec *Recording, to lab.Sink) {
 // said is whether an event is a line of the transcript.
 func said(e lab.Event) bool { return e.Kind == "line" || e.Kind == "response" }
 
-// Diagram geometry: the whole drawing fits in 100 columns.
-const (
-	diagramWidth = 100
-	clockWidth   = 7 // "  31 s "
-)
+// Diagram geometry: the whole drawing fits in its width (Width, unless
+// asked otherwise), the clock in its first columns.
+const clockWidth = 7 // "  31 s "
 
 // lanes are the actors of a run, in the order a reader expects them: the
 // app first, the servers as they appear, PostgreSQL last.
@@ -92,8 +90,8 @@ func clocked(rec *Recording) bool {
 // canvas is one row of the drawing, as runes.
 type canvas []rune
 
-func newRow() canvas {
-	c := make(canvas, diagramWidth)
+func newRow(width int) canvas {
+	c := make(canvas, width)
 	for i := range c {
 		c[i] = ' '
 	}
@@ -128,13 +126,16 @@ func (p palette) forMark(mark string) *color.Color {
 	return p.dim
 }
 
-// DrawDiagram draws a recorded run as --diagram does, with colour if on.
-func DrawDiagram(w io.Writer, rec *Recording, on bool) { drawDiagram(w, rec, newPalette(on)) }
+// DrawDiagram draws a recorded run as --diagram does, with colour if on,
+// in width columns (Width when width is 0).
+func DrawDiagram(w io.Writer, rec *Recording, on bool, width int) {
+	drawDiagram(w, rec, newPalette(on), columns(width))
+}
 
 // drawDiagram draws a run as a sequence diagram: one lane per actor, time
 // going down, the simulated clock at the left, and the transcript's own
 // lines and balances where the transcript prints them.
-func drawDiagram(w io.Writer, rec *Recording, p palette) {
+func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 	names := lanes(rec)
 	if len(names) == 0 {
 		fmt.Fprintln(w, p.dim.Sprint("(nothing in this story talks to anything else: its lines follow)"))
@@ -145,14 +146,14 @@ func drawDiagram(w io.Writer, rec *Recording, p palette) {
 		x[n] = clockWidth + span*i + span/2
 	}
 	bars := func() canvas {
-		c := newRow()
+		c := newRow(diagramWidth)
 		for _, n := range names {
 			c[x[n]] = '│'
 		}
 		return c
 	}
 	if len(names) > 0 {
-		head := newRow()
+		head := newRow(diagramWidth)
 		for _, n := range names {
 			label := shortText(n, span-1)
 			head.put(x[n]-len([]rune(label))/2, label)
@@ -185,7 +186,7 @@ func drawDiagram(w io.Writer, rec *Recording, p palette) {
 			if showClock && e.Clock != lastClock {
 				clock, lastClock = e.Clock, e.Clock
 			}
-			label, arrow := drawArrow(e, n, x[e.From], x[e.To], bars)
+			label, arrow := drawArrow(e, n, x[e.From], x[e.To], bars, diagramWidth)
 			fmt.Fprintln(w, label.String())
 			line := arrow.String()
 			if clock != "" {
@@ -231,7 +232,7 @@ func sameArrow(a, b lab.Event) bool {
 
 // drawArrow makes the two rows of one message: its label, then the arrow
 // between the lanes (broken half-way when the answer was lost).
-func drawArrow(e lab.Event, n, from, to int, bars func() canvas) (canvas, canvas) {
+func drawArrow(e lab.Event, n, from, to int, bars func() canvas, diagramWidth int) (canvas, canvas) {
 	text := e.Text
 	if tag := markTag[e.Mark]; tag != "" {
 		text = tag + " " + text

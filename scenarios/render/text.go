@@ -19,10 +19,30 @@ import (
 // run happens, or afterwards from a Recording (Replay): the same events
 // give the same drawing either way.
 
+// Width is the columns a transcript and a diagram fit by default: a
+// terminal's, and a projector's at a size the back row can read.
+const Width = 80
+
+// columns is a width asked for: Width for 0, no limit below 0.
+func columns(n int) int {
+	switch {
+	case n == 0:
+		return Width
+	case n < 0:
+		return 1 << 30
+	}
+	return n
+}
+
 // Options choose how a transcript is shown.
 type Options struct {
 	Explain bool // print each step's note before it
 	Color   bool
+	// Width is the columns every line fits: Width when 0, no limit when
+	// below 0 (as the quiz reads a run). Lines are broken at spaces, never
+	// inside a word, an amount or a key; a line the lesson itself prints
+	// (lab.Lab.SayVerbatim) is never broken.
+	Width int
 	// Pause, if set, waits for the learner before each step (--step); it
 	// is told the step that comes next.
 	Pause func(next string)
@@ -56,8 +76,8 @@ func Text(w io.Writer, o Options) lab.Sink {
 // Diagram is a sink that draws each run as a sequence diagram once it is
 // over, in place of its transcript's lines; its title, invariants and
 // verdict are printed as Text prints them.
-func Diagram(w io.Writer, color bool) lab.Sink {
-	return &textPrinter{w: w, palette: newPalette(color), diagram: &Recorder{}}
+func Diagram(w io.Writer, color bool, width int) lab.Sink {
+	return &textPrinter{w: w, o: Options{Width: width}, palette: newPalette(color), diagram: &Recorder{}}
 }
 
 // pending is a prediction waiting for its line.
@@ -105,10 +125,11 @@ func (p *textPrinter) Event(e lab.Event) {
 	switch e.Kind {
 	case "scenario":
 		p.sc = e.Scenario
-		fmt.Fprintf(p.w, "%s\n\n", p.title.Sprintf("== %s: %s", p.sc.Name, p.sc.Summary))
+		p.print(fmt.Sprintf("== %s: %s", p.sc.Name, p.sc.Summary), "   ", p.title)
+		fmt.Fprintln(p.w)
 	case "verdict":
 		if p.diagram != nil {
-			drawDiagram(p.w, p.diagram.Last(), p.palette)
+			drawDiagram(p.w, p.diagram.Last(), p.palette, columns(p.o.Width))
 		}
 		p.verdict(*e.Verdict)
 	case "mistake":
@@ -121,9 +142,9 @@ func (p *textPrinter) Event(e lab.Event) {
 	case "step":
 		p.step(e.Text, e.Part)
 	case "line", "response":
-		p.line(e.Text)
+		p.line(e.Text, e.Verbatim)
 	case "balances":
-		fmt.Fprintln(p.w, e.Text)
+		p.print(e.Text, "  ", nil)
 	}
 	// The transcript shows what each side printed; arrows and states are
 	// for the pictures.
@@ -137,22 +158,97 @@ func (p *textPrinter) step(title string, part bool) {
 		// A lesson in parts names each part, so that a reader can tell,
 		// say, the broken way from the safe one.
 		if part {
-			fmt.Fprintf(p.w, "%s\n", p.title.Sprint("» "+title))
+			p.print("» "+title, "  ", p.title)
 		}
 		return
 	}
-	fmt.Fprintf(p.w, "%s\n", p.title.Sprint("» "+title))
+	p.print("» "+title, "  ", p.title)
 	if note := p.sc.Explain[title]; note != "" {
 		for _, l := range strings.Split(strings.TrimRight(note, "\n"), "\n") {
-			fmt.Fprintf(p.w, "%s\n", p.dim.Sprint("  "+l))
+			if strings.HasPrefix(l, " ") { // a drawing: as it is
+				fmt.Fprintln(p.w, p.dim.Sprint("  "+l))
+				continue
+			}
+			p.print("  "+l, "  ", p.dim)
 		}
 	}
 }
 
-func (p *textPrinter) line(text string) {
-	fmt.Fprintln(p.w, text)
+func (p *textPrinter) line(text string, verbatim bool) {
 	for _, l := range strings.Split(text, "\n") {
+		if verbatim {
+			fmt.Fprintln(p.w, l)
+		} else {
+			indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
+			p.print(l, indent+"  ", nil)
+		}
 		p.mark(l)
+	}
+}
+
+// print prints s folded to the width, its continuation lines starting
+// with cont; in colour c, if not nil.
+func (p *textPrinter) print(s, cont string, c *color.Color) {
+	for _, l := range fold(s, columns(p.o.Width), cont) {
+		if c != nil {
+			l = c.Sprint(l)
+		}
+		fmt.Fprintln(p.w, l)
+	}
+}
+
+// printHead prints s folded, as print does, with its first len(head)
+// bytes (which must be head) in colour c.
+func (p *textPrinter) printHead(head string, c *color.Color, s, cont string) {
+	for i, l := range fold(s, columns(p.o.Width), cont) {
+		if i == 0 && strings.HasPrefix(l, head) {
+			l = c.Sprint(head) + l[len(head):]
+		}
+		fmt.Fprintln(p.w, l)
+	}
+}
+
+// Fold breaks s at spaces into lines of at most width runes (Width when
+// 0), every line after the first starting with cont, as a transcript's
+// lines are: for the tables that list the stories.
+func Fold(s string, width int, cont string) []string { return fold(s, columns(width), cont) }
+
+// fold breaks s at spaces into lines of at most width runes, every line
+// after the first starting with cont. A word is never cut: one longer
+// than a line stands on a line of its own.
+func fold(s string, width int, cont string) []string {
+	var out []string
+	for first := true; ; first = false {
+		r := []rune(s)
+		if len(r) <= width {
+			return append(out, s)
+		}
+		// The last space at or before the width, past the indentation:
+		// the line breaks there (its spacing before it kept as it is).
+		lead := len(r) - len([]rune(strings.TrimLeft(s, " ")))
+		cut := -1
+		for i := width; i > lead; i-- {
+			if r[i] == ' ' {
+				cut = i
+				break
+			}
+		}
+		if cut < 0 { // a word longer than the line: it stands alone
+			cut = strings.IndexByte(string(r[lead:]), ' ')
+			if cut < 0 {
+				return append(out, s)
+			}
+			cut = len([]rune(string(r[lead:])[:cut])) + lead
+		}
+		out = append(out, strings.TrimRight(string(r[:cut]), " "))
+		rest := strings.TrimLeft(string(r[cut:]), " ")
+		if rest == "" {
+			return out
+		}
+		s = cont + rest
+		if !first && utf8.RuneCountInString(cont) >= width {
+			return append(out, s) // no room past the indentation
+		}
 	}
 }
 
@@ -171,9 +267,9 @@ func (p *textPrinter) mark(line string) {
 		}
 		pr.done, pr.right = true, got == pr.Chosen
 		if pr.right {
-			fmt.Fprintf(p.w, "%s\n", p.good.Sprintf("   ↳ you predicted %q: right", pr.Chosen))
+			p.print(fmt.Sprintf("   ↳ you predicted %q: right", pr.Chosen), "     ", p.good)
 		} else {
-			fmt.Fprintf(p.w, "%s\n", p.bad.Sprintf("   ↳ you predicted %q; the lab printed %q. %s", pr.Chosen, got, pr.Why))
+			p.print(fmt.Sprintf("   ↳ you predicted %q; the lab printed %q. %s", pr.Chosen, got, pr.Why), "     ", p.bad)
 		}
 	}
 }
@@ -187,16 +283,42 @@ func (p *textPrinter) verdict(v lab.Verdict) {
 			mark = p.bad.Sprint("BROKEN")
 		}
 		name := r.Name
-		line := fmt.Sprintf("  %s  %s%s", mark, name, strings.Repeat(" ", max(0, 30-utf8.RuneCountInString(name))))
+		head := fmt.Sprintf("  %s  %s", mark, name)
+		line := head + strings.Repeat(" ", max(0, 30-utf8.RuneCountInString(name)))
+		plain := fmt.Sprintf("  %-6s  %-30s", "", name)
+		var notes []string
 		if r.Detail != "" {
-			line += "  " + r.Detail
+			notes = append(notes, r.Detail)
 		}
-		if blind := p.sc.Blind[r.Check]; r.Holds && blind != "" && v.ShowsBreak {
-			line += "  " + p.dim.Sprint("(blind to this failure: "+blind+")")
+		blind := p.sc.Blind[r.Check]
+		if blind = "(blind to this failure: " + blind + ")"; !r.Holds || p.sc.Blind[r.Check] == "" || !v.ShowsBreak {
+			blind = ""
 		}
-		fmt.Fprintln(p.w, strings.TrimRight(line, " "))
+		one := strings.TrimRight(plain+"  "+strings.Join(append(notes, blind), "  "), " ")
+		switch {
+		case utf8.RuneCountInString(one) <= columns(p.o.Width):
+			// One line: the check, its detail and its blind spot.
+			if r.Detail != "" {
+				line += "  " + r.Detail
+			}
+			if blind != "" {
+				line += "  " + p.dim.Sprint(blind)
+			}
+			fmt.Fprintln(p.w, strings.TrimRight(line, " "))
+		default:
+			// Too wide: the check, then its detail and blind spot under it.
+			const under = "            "
+			fmt.Fprintln(p.w, head)
+			for _, n := range notes {
+				p.print(under+n, under+"  ", nil)
+			}
+			if blind != "" {
+				p.print(under+blind, under+" ", p.dim)
+			}
+		}
 	}
-	fmt.Fprintln(p.w, p.verdictLine(v))
+	head, rest := p.verdictLine(v)
+	p.printHead(head.text, head.colour, head.text+rest, "  ")
 	if len(p.pending) > 0 {
 		right := 0
 		for _, pr := range p.pending {
@@ -224,33 +346,40 @@ func (p *textPrinter) sideBySide(v lab.MistakeVerdict) {
 		fmt.Fprintln(p.w, strings.TrimRight(line, " "))
 	}
 	if v.Reproduced() {
-		fmt.Fprintln(p.w, p.expected.Sprint("mistake reproduced")+": the broken version did the damage the lesson describes, and the fix held")
+		p.printHead("mistake reproduced", p.expected, "mistake reproduced: the broken version did the damage the lesson describes, and the fix held", "  ")
 	} else {
-		fmt.Fprintln(p.w, p.bad.Sprint("mistake NOT reproduced")+": see the verdicts above")
+		p.printHead("mistake NOT reproduced", p.bad, "mistake NOT reproduced: see the verdicts above", "  ")
 	}
 	fmt.Fprintln(p.w)
 }
 
-func (p *textPrinter) verdictLine(v lab.Verdict) string {
+// coloured is a piece of text and its colour.
+type coloured struct {
+	text   string
+	colour *color.Color
+}
+
+// verdictLine is the verdict: its head, in its colour, and the rest.
+func (p *textPrinter) verdictLine(v lab.Verdict) (coloured, string) {
 	switch {
 	case !v.Reproduced:
-		return p.bad.Sprint("verdict: NOT reproduced: ") + strings.Join(v.Differences(), "; ")
+		return coloured{"verdict: NOT reproduced:", p.bad}, " " + strings.Join(v.Differences(), "; ")
 	case v.ShowsBreak:
 		what := "the break above is"
 		if broken(v) > 1 {
 			what = "the breaks above are"
 		}
-		line := p.expected.Sprint("verdict: failure reproduced") + " - " + what + " the failure this lesson demonstrates"
+		rest := " - " + what + " the failure this lesson demonstrates"
 		if p.sc.Fix != "" {
-			line += "; the fix: " + p.sc.Fix
+			rest += "; the fix: " + p.sc.Fix
 		}
-		return line
+		return coloured{"verdict: failure reproduced", p.expected}, rest
 	default:
-		line := p.good.Sprint("verdict: fix held") + " - every invariant held, as the lesson teaches"
+		rest := " - every invariant held, as the lesson teaches"
 		if p.sc.Prevents != "" {
-			line += "; it prevents " + p.sc.Prevents
+			rest += "; it prevents " + p.sc.Prevents
 		}
-		return line
+		return coloured{"verdict: fix held", p.good}, rest
 	}
 }
 

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"os"
+
+	"golang.org/x/sys/windows"
+)
+
+// terminalWidth is the columns of the console v is, or 0 when it is not
+// one.
+func terminalWidth(v any) int {
+	f, ok := v.(*os.File)
+	if !ok {
+		return 0
+	}
+	var info windows.ConsoleScreenBufferInfo
+	if windows.GetConsoleScreenBufferInfo(windows.Handle(f.Fd()), &info) != nil {
+		return 0
+	}
+	return int(info.Window.Right - info.Window.Left + 1)
+}
