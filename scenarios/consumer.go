@@ -45,14 +45,14 @@ var Consumer = &lab.Scenario{
 
 		lab.Part("broken: no record of processed events")
 		lab.Intent("Ada's ₦10,000 transfer", 1, 2, 1_000_000, 1)
-		lab.Effect("Ada's 10 points for it", 1, points(1, 10)).ShownBroken()
+		lab.Effect("Ada's reward for it (10 points, one per ₦1,000 sent)", 1, points(1, 10)).ShownBroken()
 		send(1, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000})
 		consume(ctx, lab, queue, "points only", true, rewardWithoutRecord)
 		consume(ctx, lab, queue, "points only", false, rewardWithoutRecord)
 
 		lab.Part("safe: processed_events")
 		lab.Intent("Bola's ₦2,000 transfer", 2, 1, 200_000, 1)
-		lab.Effect("Bola's 2 points for it", 1, points(2, 2))
+		lab.Effect("Bola's reward for it (2 points)", 1, points(2, 2))
 		send(2, bank.Request{From: 2, To: 1, AmountKobo: 200_000})
 		safe := func(ctx context.Context, tx pgx.Tx, id string, r bank.Receipt) (bool, error) {
 			first, err := idem.FirstDelivery(ctx, tx, idem.Delivery{Consumer: "rewards", EventID: id, Now: lab.Clock.Now()})

@@ -40,6 +40,7 @@ var LedgerKey = &lab.Scenario{
 		}
 		lab.Exec(ctx, bank.LedgerKeySchema)
 
+		lab.Say("two ways a request reaches the transfer: the API, through the key store, and a resend job (a batch that sends failed requests again) that calls the transfer directly")
 		lab.Part("broken: a ledger that does not know the key")
 		lab.Intent("Ada's ₦10,000 tap", 1, 2, 1_000_000, 1).ShownBroken()
 		r, err := api("tap-ledger-000000001", adaPaysBola, false)

@@ -20,7 +20,7 @@ var SecondTransaction = &lab.Mistake{
 	Happens: "a crash between the two commits leaves a done transfer with no stored response; the retry transfers again",
 	Fix:     "the transfer and the stored response commit in one transaction",
 	Blind:   twiceBlind,
-	Steps: crashStory(wrong.SecondTransaction, "a crash between the transfer and the stored response",
+	Steps: crashStory(wrong.SecondTransaction, "the server crashes as it stores its answer",
 		func(crash func(context.Context)) api.Hooks { return api.Hooks{BeforeStore: crash} },
 		10*time.Second, 31*time.Second),
 }

@@ -33,7 +33,7 @@ var UnscopedKeys = &lab.Mistake{
 			body string
 		}{{"Ada", 1, adaPaysBola}, {"Bola", 2, `{"from": 2, "to": 1, "amountKobo": 100000}`}} {
 			r := server.Send(ctx, api.Call{UserID: c.user, Key: "tap-2026-09-24-0001", Body: []byte(c.body), Now: lab.Clock.Now()})
-			lab.Reply(r, "%s sends key tap-2026-09-24-0001: %d%s %s", c.who, r.Status, replayedNote(r.Replayed), r.Body)
+			lab.Reply(r, "%s sends key tap-2026-09-24-0001: %d%s %s", c.who, r.Status, replayedNote(r.Replayed), receiptText(r.Body))
 		}
 		lab.Balances(ctx, "")
 		return nil

@@ -89,9 +89,19 @@ func crashThenRetry(ctx context.Context, lab *lab.Lab, first, retry api.Handler,
 		return errors.New("the first delivery should have crashed")
 	}
 	lab.Say("server A claimed the key and crashed")
+	var status string
+	lab.Query(ctx, "SELECT status FROM idempotency_keys WHERE user_id = 1 AND key = $1", []any{key}, &status)
+	if id := lab.Count(ctx, "SELECT COALESCE(max(id), 0) FROM transfers"); id > 0 {
+		lab.Say("  it crashed after transfer %d had committed; the key still says %s, with no answer stored", id, status)
+	} else {
+		lab.Say("  its transaction went with it: no transfer committed; the key says %s", status)
+	}
 	for _, d := range at {
 		r := B.Send(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(d)})
 		lab.Reply(r, "retry after %s: %d %s%s", human(d), r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+	}
+	if gone := rolledBack(ctx, lab); gone != "" {
+		lab.Say("(%s: server A's, undone by the crash)", gone)
 	}
 	lab.Balances(ctx, "")
 	return nil

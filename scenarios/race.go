@@ -38,7 +38,8 @@ var Race = &lab.Scenario{
 
 		lab.Part("broken: read, check, then write")
 		topUp()
-		lab.Say("Ada sends Bola ₦10,000: Bola has %s", bolaHas(ctx, lab))
+		lab.Say("to set the race up, Ada tops Bola's account up with ₦10,000: Bola has %s", bolaHas(ctx, lab))
+		lab.Say("then two transfers of ₦10,000 from Bola to Ada, A and B, run at once:")
 		txA, txB := begin(ctx, lab, a), begin(ctx, lab, b)
 		for _, s := range []struct {
 			name string
@@ -46,7 +47,7 @@ var Race = &lab.Scenario{
 		}{{"A", txA}, {"B", txB}} {
 			var balance int64
 			lab.Must(s.tx.QueryRow(ctx, "SELECT balance_kobo FROM accounts WHERE id = 2").Scan(&balance))
-			lab.Say("transfer %s reads Bola's balance: %s; ₦10,000 is fine", s.name, bank.Naira(balance))
+			lab.Say("transfer %s reads Bola's balance: %s; sending Ada ₦10,000 is fine", s.name, bank.Naira(balance))
 		}
 		lab.Must(checkedDebit(ctx, txA))
 		lab.Must(txA.Commit(ctx))
@@ -62,7 +63,7 @@ var Race = &lab.Scenario{
 
 		lab.Part("safe: lock the row, check and debit as one")
 		topUp()
-		lab.Say("Ada sends Bola ₦10,000 again: Bola has %s", bolaHas(ctx, lab))
+		lab.Say("Ada tops Bola up with ₦10,000 again: Bola has %s; the same two transfers run", bolaHas(ctx, lab))
 		txA, txB = begin(ctx, lab, a), begin(ctx, lab, b)
 		bolaPaysAda := []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`)
 		first, err := api.Transfer(ctx, txA, 2, bolaPaysAda)

@@ -44,7 +44,7 @@ var Rails = &lab.Scenario{
 		rail.LoseAnswers(1)
 		res, err := bank.Payout(ctx, lab.DB, rail, 1, 500_000, "po-0002", 3)
 		lab.Must(err)
-		lab.Say("attempts %d, status enquiries %d: the rail had po-0002, so no retry", res.Attempts, res.Enquiries)
+		lab.Say("the bank called the rail %s and, when the answer was lost, asked it %s whether it had po-0002: it had, so the bank did not call again", bank.Times(res.Attempts), bank.Times(res.Enquiries))
 		lab.Say("the rail paid %s for one payout", bank.Times(rail.Payments("po-0002")))
 
 		_, err = lab.DB.Exec(ctx, "INSERT INTO payouts (account_id, amount_kobo, reference) VALUES (1, 500000, 'po-0002')")

@@ -27,7 +27,7 @@ var Retention = &lab.Scenario{
 		"day one":      "Two intents complete; their phones never see the answers.",
 		"next day":     "25 hours later: a key in progress whose lock a retry took over seconds ago, and the clean-up.",
 		"late retries": "The phones come back online and retry with their keys.",
-		"keys kept 30 days, the outline's longer end": "A phone off for ten days, and a clean-up that keeps 30 days of keys.",
+		"keys kept 30 days, for a phone that stays off for days": "A phone off for ten days, and a clean-up that keeps 30 days of keys.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
@@ -51,14 +51,14 @@ var Retention = &lab.Scenario{
 
 		lab.Step("day one")
 		lab.Clock.At(0)
-		send("Ada's key", ada)
-		send("Bola's key", bola)
+		send("Ada's key (₦10,000 to Bola)", ada)
+		send("Bola's key (₦1,000 to Ada)", bola)
 
 		lab.Step("next day")
 		now := lab.Clock.At(25 * time.Hour)
 		lab.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
 			VALUES (3, 'chidi-slow-000000000001', 'h', 'in_progress', 'taken-over', $1, $2)`, now.Add(20*time.Second), now.Add(-30*time.Hour))
-		lab.Say("Chidi's key: in progress since yesterday, its lock taken over 10 s ago by a retry")
+		lab.Say("Chidi's key: a request of his still in progress since yesterday, its lock taken over 10 s ago by a retry (the clean-up must not delete it)")
 		deleted, kept := cleanUp(48 * time.Hour)
 		lab.Say("clean-up, keeping 48 h: deleted %s; kept %s", deleted, kept)
 		lab.Step("late retries")
@@ -69,10 +69,10 @@ var Retention = &lab.Scenario{
 
 		// The outline keeps keys from 24 hours to 30 days: the longer end
 		// covers a phone that stays off for days.
-		lab.Part("keys kept 30 days, the outline's longer end")
+		lab.Part("keys kept 30 days, for a phone that stays off for days")
 		bola2 := api.Call{UserID: 2, Key: "bola-offline-000000002", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 50000}`)}
 		lab.Intent("Bola's ₦500 intent", 2, 1, 50_000, 1)
-		send("Bola's key", bola2)
+		send("Bola's key (₦500 to Ada)", bola2)
 		lab.Clock.At(25*time.Hour + 10*24*time.Hour)
 		deleted, kept = cleanUp(30 * 24 * time.Hour)
 		lab.Say("ten days on, clean-up keeping 30 days: deleted %s; kept %s", deleted, kept)

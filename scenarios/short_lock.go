@@ -44,8 +44,10 @@ var ShortLock = &lab.Scenario{
 				return err
 			}
 		}
-		lab.Say("choose the lock well above the slowest healthy request (here 8 s): the fencing token keeps")
-		lab.Say("a takeover safe, but every takeover of a healthy request is work done twice")
+		if gone := rolledBack(ctx, lab); gone != "" {
+			lab.Say("(%s: server A's, in the first part)", gone)
+		}
+		lab.Say("choose the lock well above the slowest healthy request (here 8 s): the fencing token keeps a takeover safe, but every takeover of a healthy request is work done twice")
 		lab.Balances(ctx, "")
 		return nil
 	},

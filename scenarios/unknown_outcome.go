@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/zudojs/bank/bank/api"
@@ -32,9 +33,9 @@ var UnknownOutcome = &lab.Scenario{
 			what string
 			call api.Call
 		}{
-			{"case 1, the request never arrived", api.Call{UserID: 1, Key: "unknown-never-arrived-1", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 100000}`)}},
-			{"case 2, it arrived and failed", api.Call{UserID: 1, Key: "unknown-arrived-failed-2", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`)}},
-			{"case 3, it arrived and succeeded", api.Call{UserID: 1, Key: "unknown-arrived-done-003", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 300000}`)}},
+			{"case 1, Ada's ₦1,000 to Bola: the request never arrived", api.Call{UserID: 1, Key: "unknown-never-arrived-1", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 100000}`)}},
+			{"case 2, Ada's ₦2,000 to Bola: it arrived and failed", api.Call{UserID: 1, Key: "unknown-arrived-failed-2", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`)}},
+			{"case 3, Ada's ₦3,000 to Bola: it arrived and succeeded", api.Call{UserID: 1, Key: "unknown-arrived-done-003", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 300000}`)}},
 		}
 		lab.Intent("case 1's ₦1,000", 1, 2, 100_000, 1)
 		lab.Intent("case 2's ₦2,000", 1, 2, 200_000, 1)
@@ -42,7 +43,7 @@ var UnknownOutcome = &lab.Scenario{
 
 		lab.Step("three timeouts")
 		// Case 1: nothing reaches the server.
-		lab.Say("%-36s the phone sees: %v", cases[0].what+":", errLostResponse)
+		lab.Say("%s; the phone sees: %v", cases[0].what, errLostResponse)
 		// Case 2: a maintenance job holds Ada's row past the server's lock
 		// timeout, so the transfer fails; the answer is lost too.
 		release := lab.HoldRow(ctx, 1)
@@ -52,16 +53,18 @@ var UnknownOutcome = &lab.Scenario{
 			return fmt.Errorf("case 2 should have failed on the server, got %v", failed)
 		}
 		release()
-		lab.Say("%-36s the phone sees: %v", cases[1].what+":", errLostResponse)
-		lab.Say("  (on the server: %s, SQLSTATE %s; the key was released)", pgErr.Message, pgErr.Code)
+		lab.Say("%s; the phone sees: %v", cases[1].what, errLostResponse)
+		var timeout string
+		lab.Must(server.QueryRow(ctx, "SHOW lock_timeout").Scan(&timeout))
+		lab.Say("  (on the server: a maintenance job held Ada's account row longer than the server waits for a lock (lock_timeout %s), so PostgreSQL gave up: %q, SQLSTATE %s; the transfer rolled back and the key was released)", timeout, pgErr.Message, pgErr.Code)
 		// Case 3: the transfer commits; its answer is lost on the way.
 		handler.Send(ctx, cases[2].call)
-		lab.Say("%-36s the phone sees: %v", cases[2].what+":", errLostResponse)
+		lab.Say("%s; the phone sees: %v", cases[2].what, errLostResponse)
 
 		lab.Step("three retries")
 		for _, c := range cases {
 			r := handler.Send(ctx, c.call)
-			lab.Reply(r, "%-36s retry with the same key: %d %s%s", c.what+":", r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+			lab.Reply(r, "%s; retry with the same key: %d %s%s", c.what[:strings.Index(c.what, ":")], r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 		}
 		lab.Balances(ctx, "")
 		return nil

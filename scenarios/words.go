@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/idem"
@@ -108,6 +109,41 @@ func NodeList(items []string) string {
 		quoted[i] = "'" + s + "'"
 	}
 	return "[ " + strings.Join(quoted, ", ") + " ]"
+}
+
+// receiptText is a transfer's answer in words, the same however the body
+// was stored (the API's order, or jsonb's): "transfer 1, ₦10,000 from
+// account 1 to 2"; an error's code otherwise.
+func receiptText(body []byte) string {
+	var r struct {
+		TransferID int64 `json:"transferId"`
+		From       int64 `json:"from"`
+		To         int64 `json:"to"`
+		AmountKobo int64 `json:"amountKobo"`
+	}
+	if json.Unmarshal(body, &r) != nil || r.TransferID == 0 {
+		return errorOrOK(body)
+	}
+	return fmt.Sprintf("transfer %d, %s from account %d to %d", r.TransferID, bank.Naira(r.AmountKobo), r.From, r.To)
+}
+
+// rolledBack says which transfer ids were taken and then undone with
+// their transaction (a sequence is never rolled back, so a gap in the ids
+// is a transfer that ran and did not stand), or "" when there is none.
+func rolledBack(ctx context.Context, lab *lab.Lab) string {
+	var gone []string
+	rows, err := lab.DB.Query(ctx, `SELECT g.n::text FROM generate_series(1, (SELECT last_value FROM transfers_id_seq)) AS g(n)
+		WHERE (SELECT is_called FROM transfers_id_seq) AND NOT EXISTS (SELECT 1 FROM transfers t WHERE t.id = g.n) ORDER BY g.n`)
+	lab.Must(err)
+	gone, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	lab.Must(err)
+	switch len(gone) {
+	case 0:
+		return ""
+	case 1:
+		return "transfer id " + gone[0] + " was taken by a transfer that rolled back"
+	}
+	return "transfer ids " + list(gone) + " were taken by transfers that rolled back"
 }
 
 // adaPaysBola is the lesson's request: Ada sends Bola ₦10,000.

@@ -100,9 +100,9 @@ var Quiz = []Question{
 	{"short-lock", "The same with a 30 s lock. What does the retry at 6 s get?", "6 s: a retry on server B:", 1, pickStatus,
 		[]string{"201", "409", "422", "500"}, "The lock outlives the request: 409. Choose the lock well above the slowest healthy request."},
 	// the three outcomes.
-	{"unknown-outcome", "The request arrived and succeeded, but the phone timed out. What does a retry with the same key get?", "case 3, it arrived and succeeded:    retry", 0, pickReply,
+	{"unknown-outcome", "The request arrived and succeeded, but the phone timed out. What does a retry with the same key get?", "case 3, Ada's ₦3,000 to Bola; retry", 0, pickReply,
 		[]string{"201", "201 replayed", "409", "500"}, "The work was done: the stored answer is replayed, and money moved once."},
-	{"unknown-outcome", "The request arrived and failed on the server (a lock timeout). What does a retry with the same key get?", "case 2, it arrived and failed:       retry", 0, pickReply,
+	{"unknown-outcome", "The request arrived and failed on the server (a lock timeout). What does a retry with the same key get?", "case 2, Ada's ₦2,000 to Bola; retry", 0, pickReply,
 		[]string{"201", "201 replayed", "409", "500"}, "An unexpected error released the key: the retry runs the transfer now."},
 	// the race.
 	{"race", "Two transfers read Bola's ₦15,000 and both debit ₦10,000. Which SQLSTATE refuses the second debit?", "  (SQLSTATE", 0, pickSQLState,
