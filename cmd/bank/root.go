@@ -100,7 +100,7 @@ The manual is in bank help TOPIC; the topics are listed at the end.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usagef("%v (see %s --help)", err, cmd.CommandPath())
+		return usagef("%v%s (see %s --help)", err, flagSuggestion(cmd, err), cmd.CommandPath())
 	})
 	root.SetHelpCommand(helpCommand(root))
 	withTopics(root)

@@ -1,6 +1,12 @@
 package main
 
-import "strings"
+import (
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
 
 // didYouMean is " (did you mean NAME?)" for the name closest to a
 // mistyped one, when one is close enough: one that starts with what was
@@ -24,6 +30,35 @@ func didYouMean(typed string, names []string) string {
 		return ""
 	}
 	return " (did you mean " + best + "?)"
+}
+
+// flagSynonyms are the names one idea goes by across commands: where a
+// server listens is --addr (serve, lab), where a client sends --server
+// (send, status, grade's servers are started by it); a learner who types
+// one where the other is meant is pointed to it.
+var flagSynonyms = map[string][]string{
+	"addr": {"server"}, "server": {"addr"}, "listen": {"addr"}, "url": {"server", "database-url"},
+	"port": {"server", "addr", "pg-port"}, "db": {"database-url"}, "database": {"database-url"},
+}
+
+// flagSuggestion is " (did you mean --NAME?)" for an unknown flag, when
+// the command has one by another name for the same idea, or one spelt
+// nearly so.
+func flagSuggestion(cmd *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	for _, s := range flagSynonyms[name] {
+		if slices.Contains(names, s) {
+			return " (did you mean --" + s + "?)"
+		}
+	}
+	return strings.Replace(didYouMean(name, names), "(did you mean ", "(did you mean --", 1)
 }
 
 // editDistance is the Levenshtein distance between a and b.
