@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDidYouMean(t *testing.T) {
 	t.Parallel()
