@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 )
@@ -44,7 +45,7 @@ func corpusMissing(t *testing.T, format string, args ...any) {
 	if os.Getenv("BANK_REQUIRE_CORPUS") != "" {
 		t.Fatalf("%s, and this run requires the whole corpus (BANK_REQUIRE_CORPUS)", why)
 	}
-	t.Skipf("CORPUS SERVER NOT GRADED: %s", why)
+	pgtest.Skip(t, "CORPUS SERVER NOT GRADED: %s", why)
 }
 
 // python is a Python 3 that has psycopg 3 (the first python3 on PATH may

@@ -294,7 +294,7 @@ func needRunner(t *testing.T, what string, find func() (string, error)) string {
 		if os.Getenv("BANK_REQUIRE_NODE") != "" {
 			t.Fatalf("%s cannot run, and this run requires it (%v)", what, err)
 		}
-		t.Skipf("%s NOT CHECKED (%v)", strings.ToUpper(what), err)
+		pgtest.Skip(t, "%s NOT CHECKED (%v)", strings.ToUpper(what), err)
 	}
 	return path
 }

@@ -153,7 +153,7 @@ func TestGradeNodeServerPasses(t *testing.T) {
 		if os.Getenv("BANK_REQUIRE_NODE") != "" {
 			t.Fatalf("the Node.js server cannot run, and this run requires it (%v): install nodejs and npm, then make test (it runs npm ci)", err)
 		}
-		t.Skipf("NODE.JS SERVER NOT GRADED (%v): install nodejs and npm, then make test runs npm ci in %s", err, dir)
+		pgtest.Skip(t, "NODE.JS SERVER NOT GRADED (%v): install nodejs and npm, then make test runs npm ci in %s", err, dir)
 	}
 	passesEveryCheck(t, node, filepath.Join(dir, "server.js"))
 }

@@ -219,3 +219,19 @@ func BuildBank(pkg string) (string, func(), error) {
 	}
 	return binary, func() { os.RemoveAll(dir) }, nil
 }
+
+// Skip skips t, and notes why in the file BANK_SKIPS names (make test
+// sets it, and prints the notes at the end): a test that could not run,
+// for want of Chromium or Node.js, is said on make test's plain output,
+// not only under -v.
+func Skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	if path := os.Getenv("BANK_SKIPS"); path != "" {
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			fmt.Fprintf(f, "%s: %s\n", t.Name(), why)
+			f.Close()
+		}
+	}
+	t.Skip(why)
+}

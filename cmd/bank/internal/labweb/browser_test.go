@@ -29,7 +29,7 @@ func browser(t *testing.T) string {
 	if os.Getenv("BANK_REQUIRE_BROWSER") != "" {
 		t.Fatal("Chromium is not installed, and this run requires it: apt-get install chromium")
 	}
-	t.Skip("CHROMIUM IS MISSING: the browser tests of bank lab and --html did NOT run; install it (apt-get install chromium) to run them")
+	pgtest.Skip(t, "CHROMIUM IS MISSING: the browser tests of bank lab and --html did NOT run; install it (apt-get install chromium) to run them")
 	return ""
 }
 
