@@ -67,6 +67,12 @@ type Options struct {
 	LibraryCache  string // where embedded-postgres keeps archives; empty keeps its default
 	DownloadMajor int    // the major version to fetch; 0 means DownloadMajor
 	SkipInstalled bool   // ignore PostgreSQL installed on the machine
+
+	// Fallback (BANK_PG_FALLBACK) is an installation to run where none is
+	// installed, in place of a download: the npm launcher points it at the
+	// PostgreSQL that npm brought. --pg-binaries and an installed
+	// PostgreSQL come first.
+	Fallback string
 }
 
 // Server is a running private PostgreSQL.
