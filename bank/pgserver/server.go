@@ -7,6 +7,7 @@
 // Layout of the cache directory (Options.CacheDir, else DefaultCacheDir):
 //
 //	binaries/17.x/            PostgreSQL fetched by embedded-postgres, if it was
+//	binaries/npm-*/           npm's PostgreSQL, copied by the npm launcher when it must be
 //	pg15-1a2b3c4d/            one per installation (major version + path)
 //	  base/ base.id           the base cluster, made once by initdb
 //	  setup.lock              held while a run sets this directory up
