@@ -3,18 +3,19 @@
 #   make test   runs the tests (with -race), as CI does
 GO ?= go
 
-.PHONY: demo test build golden bench gobench vet cross learner torture node-server
+.PHONY: demo test build golden bench gobench vet cross learner torture node-server dist npm npm-test
 
 demo:
 	$(GO) run ./cmd/bank scenario all
 
-# Three runs go on side by side, because much of each is waiting on
+# Four runs go on side by side, because much of each is waiting on
 # PostgreSQL and on processes and the machine has two cores: the tests
-# (with -race), the learner's run (as-learner), and go vet with the
-# builds for the other platforms. The last two print when the tests are
-# done. For the same reason sixteen parallel tests may run at once rather
-# than GOMAXPROCS (two here): with two slots, tests that sleep through a
-# lock's TTL or wait on a child held the others up.
+# (with -race), the learner's run (as-learner), the npm packages run as a
+# learner would (npm-package), and go vet with the builds for the other
+# platforms. The last three print when the tests are done. For the same
+# reason sixteen parallel tests may run at once rather than GOMAXPROCS
+# (two here): with two slots, tests that sleep through a lock's TTL or
+# wait on a child held the others up.
 # Builds go to bin/ (ignored by git), always the same paths, so that Go
 # links again only what changed; every test that runs bank as a process
 # uses that one bin/bank (BANK_TEST_BINARY).
@@ -24,10 +25,11 @@ test: node-server
 	@export BANK_TEST_BINARY="$$(pwd)/bin/bank"; checks=$$(mktemp); learn=$$(mktemp); \
 	$(MAKE) --no-print-directory vet cross >"$$checks" 2>&1 & vc=$$!; \
 	GO=$(GO) bash .ci/as-learner >"$$learn" 2>&1 & learner=$$!; \
+	npmt=$$(mktemp); GO=$(GO) bash .ci/npm-package >"$$npmt" 2>&1 & npmp=$$!; \
 	$(GO) test -race -count=1 -parallel 16 ./...; rc=$$?; \
-	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; \
-	cat "$$checks" "$$learn"; rm -f "$$checks" "$$learn"; \
-	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0
+	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; wait $$npmp; nrc=$$?; \
+	cat "$$checks" "$$learn" "$$npmt"; rm -f "$$checks" "$$learn" "$$npmt"; \
+	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0 && test $$nrc -eq 0
 
 # The Node.js servers that bank grade's tests grade (servers in other
 # languages, written from the contract alone) need their npm packages:
@@ -57,6 +59,20 @@ cross:
 		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -o bin/cross/$${t%/*}-$${t#*/}/ ./cmd/bank || exit 1; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet ./... || exit 1; \
 	done
+
+# The release files, into dist/ (ignored by git): an archive per platform
+# and SHA256SUMS; make npm adds the npm packages' tarballs in dist/npm/.
+# The same commit gives the same bytes (see cmd/bank/internal/dist).
+dist:
+	$(GO) run ./cmd/bank/internal/dist -out dist
+
+npm:
+	$(GO) run ./cmd/bank/internal/dist -out dist -npm
+
+# The npm packages installed from their tarballs and run as a learner
+# with no PostgreSQL but npm's (part of make test).
+npm-test:
+	GO=$(GO) bash .ci/npm-package
 
 vet:
 	$(GO) vet ./...

@@ -44,7 +44,7 @@ func (b Binaries) bin(name string) string {
 
 func findBinaries(ctx context.Context, o Options, cache string, say func(string)) (Binaries, error) {
 	if o.Binaries != "" {
-		b, err := explicitBinaries(o.Binaries)
+		b, err := explicitBinaries("--pg-binaries", o.Binaries)
 		if err != nil {
 			return Binaries{}, &Error{err}
 		}
@@ -65,6 +65,13 @@ func findBinaries(ctx context.Context, o Options, cache string, say func(string)
 		if b, ok := rememberedInstalled(cache); ok {
 			return b, nil
 		}
+	}
+	if o.Fallback != "" {
+		b, err := explicitBinaries("BANK_PG_FALLBACK", o.Fallback)
+		if err != nil {
+			return Binaries{}, &Error{err}
+		}
+		return b, nil
 	}
 	major := o.DownloadMajor
 	if major == 0 {
@@ -98,22 +105,22 @@ func libraryVersion(major int) embeddedpostgres.PostgresVersion {
 	return embeddedpostgres.PostgresVersion(fmt.Sprintf("%d.0.0", major))
 }
 
-// explicitBinaries checks a directory given with --pg-binaries or
-// BANK_PG_BINARIES. Both the installation root and its bin directory are
-// accepted.
-func explicitBinaries(dir string) (Binaries, error) {
+// explicitBinaries checks a directory given with --pg-binaries,
+// BANK_PG_BINARIES or BANK_PG_FALLBACK (from names which). Both the
+// installation root and its bin directory are accepted.
+func explicitBinaries(from, dir string) (Binaries, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Binaries{}, err
 	}
 	for _, root := range []string{abs, filepath.Dir(abs)} {
-		b := Binaries{Dir: root, Source: "--pg-binaries " + dir}
+		b := Binaries{Dir: root, Source: from + " " + dir}
 		if complete(b) {
 			b.Major, err = majorOf(b)
 			return b, err
 		}
 	}
-	return Binaries{}, fmt.Errorf("--pg-binaries %s: no bin/pg_ctl, bin/initdb and bin/postgres there; point it at a PostgreSQL installation such as /usr/lib/postgresql/15", dir)
+	return Binaries{}, fmt.Errorf("%s %s: no bin/pg_ctl, bin/initdb and bin/postgres there; point it at a PostgreSQL installation such as /usr/lib/postgresql/15", from, dir)
 }
 
 func complete(b Binaries) bool {

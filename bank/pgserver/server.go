@@ -7,6 +7,7 @@
 // Layout of the cache directory (Options.CacheDir, else DefaultCacheDir):
 //
 //	binaries/17.x/            PostgreSQL fetched by embedded-postgres, if it was
+//	binaries/npm-*/           npm's PostgreSQL, copied by the npm launcher when it must be
 //	pg15-1a2b3c4d/            one per installation (major version + path)
 //	  base/ base.id           the base cluster, made once by initdb
 //	  setup.lock              held while a run sets this directory up
@@ -69,6 +70,12 @@ type Options struct {
 	LibraryCache  string // where embedded-postgres keeps archives; empty keeps its default
 	DownloadMajor int    // the major version to fetch; 0 means DownloadMajor
 	SkipInstalled bool   // ignore PostgreSQL installed on the machine
+
+	// Fallback (BANK_PG_FALLBACK) is an installation to run where none is
+	// installed, in place of a download: the npm launcher points it at the
+	// PostgreSQL that npm brought. --pg-binaries and an installed
+	// PostgreSQL come first.
+	Fallback string
 }
 
 // Server is a running private PostgreSQL.

@@ -17,7 +17,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/help"
 )
 
-const version = "0.1.0"
+var version = "0.1.0" // make dist sets it at link time; see version.go
 
 type stdio struct {
 	In       io.Reader
@@ -111,7 +111,7 @@ The manual is in bank help TOPIC; the topics are listed at the end.`,
 	f.StringVar(&a.color, "color", "auto", "colour: auto, always or never")
 	f.BoolVar(&a.noColor, "no-color", false, "no colour (same as --color=never)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "say where PostgreSQL comes from, where its log is, and how long it took to start")
-	root.AddCommand(a.scenarioCommand(), a.mistakeCommand(), a.exerciseCommand(), a.quizCommand(), a.serveCommand(), a.gradeCommand(), a.labCommand(), a.sendCommand(), a.statusCommand(), a.keysCommand(), a.benchCommand(), a.tortureCommand())
+	root.AddCommand(a.scenarioCommand(), a.mistakeCommand(), a.exerciseCommand(), a.quizCommand(), a.serveCommand(), a.gradeCommand(), a.labCommand(), a.sendCommand(), a.statusCommand(), a.keysCommand(), a.benchCommand(), a.tortureCommand(), a.versionCommand())
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }
@@ -195,7 +195,7 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 	}
 	start := time.Now()
 	s, err := pgserver.Start(ctx, pgserver.Options{
-		Binaries: bins, Port: a.pgPort, TCP: tcp, CacheDir: a.getenv("BANK_CACHE_DIR"),
+		Binaries: bins, Port: a.pgPort, TCP: tcp, CacheDir: a.getenv("BANK_CACHE_DIR"), Fallback: a.getenv("BANK_PG_FALLBACK"),
 		Progress: a.io.Err, ProgressBar: isTerminal(a.io.Err),
 	})
 	if err != nil {

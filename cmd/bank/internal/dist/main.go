@@ -1,0 +1,482 @@
+// Command dist builds bank's release files (make dist, make npm): one
+// archive per platform with the bank binary and a short README, a
+// SHA256SUMS file, and with -npm the npm packages' tarballs in the shape
+// esbuild uses (a launcher, @zudojs/bank, and one package per platform
+// carrying the binary). Run it from the repository's top directory.
+//
+// The same commit gives the same bytes: binaries built with -trimpath,
+// an empty build id, no cgo and no VCS stamp (the version and commit go
+// in with -X), archives whose entries have fixed times, owners, modes and
+// order, gzip without a name or time.
+package main
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zudojs/bank/bank/procs"
+)
+
+// Platforms are the ones learners use, as GOOS/GOARCH.
+var Platforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64"}
+
+const npmSources = "cmd/bank/npm"
+
+func main() {
+	out := flag.String("out", "dist", "where the archives go (and the npm tarballs, in its npm/)")
+	platforms := flag.String("platforms", strings.Join(Platforms, ","), "GOOS/GOARCH pairs, comma-separated")
+	version := flag.String("version", "", "the version (default: cmd/bank/root.go's)")
+	commit := flag.String("commit", "", "the commit (default: git's HEAD, -dirty if the tracked files changed)")
+	npm := flag.Bool("npm", false, "also write the npm packages' tarballs into OUT/npm")
+	flag.Usage = func() {
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./cmd/bank/internal/dist [-out DIR] [-platforms LIST] [-npm]")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fail(2, fmt.Errorf("no arguments expected, got %q", strings.Join(flag.Args(), " ")))
+	}
+	r, err := newRelease(*out, *platforms, *version, *commit)
+	if err != nil {
+		fail(2, err)
+	}
+	if err := r.run(*npm); err != nil {
+		fail(1, err)
+	}
+}
+
+func (r *release) run(npm bool) error {
+	defer func() {
+		if r.build != "" {
+			os.RemoveAll(r.build)
+		}
+	}()
+	if err := r.buildAll(); err != nil {
+		return err
+	}
+	if err := r.archives(); err != nil {
+		return err
+	}
+	if npm {
+		return r.npmPackages()
+	}
+	return nil
+}
+
+func fail(code int, err error) {
+	fmt.Fprintln(os.Stderr, "dist: "+err.Error())
+	os.Exit(code)
+}
+
+type release struct {
+	out, version, commit string
+	epoch                time.Time // every file's time in the archives
+	platforms            []platform
+	build                string // the binaries, built once for both archives and packages
+}
+
+type platform struct{ goos, goarch string }
+
+func (p platform) String() string { return p.goos + "/" + p.goarch }
+func (p platform) binary() string {
+	if p.goos == "windows" {
+		return "bank.exe"
+	}
+	return "bank"
+}
+
+// npm's names for the platform (process.platform, process.arch).
+func (p platform) npmOS() string {
+	if p.goos == "windows" {
+		return "win32"
+	}
+	return p.goos
+}
+func (p platform) npmCPU() string {
+	if p.goarch == "amd64" {
+		return "x64"
+	}
+	return p.goarch
+}
+func (p platform) archive(version string) string {
+	name := fmt.Sprintf("bank-%s-%s-%s", version, p.goos, p.goarch)
+	if p.goos == "windows" {
+		return name + ".zip"
+	}
+	return name + ".tar.gz"
+}
+
+var semverRE = regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+
+func newRelease(out, platforms, version, commit string) (*release, error) {
+	if _, err := os.Stat(filepath.Join(npmSources, "launcher", "package.json")); err != nil {
+		return nil, fmt.Errorf("run me from the repository's top directory (%v)", err)
+	}
+	r := &release{out: out, version: version, commit: commit}
+	known := map[string]bool{}
+	for _, p := range Platforms {
+		known[p] = true
+	}
+	for _, s := range strings.Split(platforms, ",") {
+		if !known[s] {
+			return nil, fmt.Errorf("-platforms: unknown platform %q; known: %s", s, strings.Join(Platforms, ", "))
+		}
+		goos, goarch, _ := strings.Cut(s, "/")
+		r.platforms = append(r.platforms, platform{goos, goarch})
+	}
+	if r.version == "" {
+		src, err := os.ReadFile("cmd/bank/root.go")
+		if err != nil {
+			return nil, err
+		}
+		m := regexp.MustCompile(`(?m)^var version = "([^"]+)"`).FindSubmatch(src)
+		if m == nil {
+			return nil, errors.New(`cmd/bank/root.go has no line var version = "…": pass -version`)
+		}
+		r.version = string(m[1])
+	}
+	if !semverRE.MatchString(r.version) {
+		return nil, fmt.Errorf("version %q is not of the form 1.2.3 (npm needs one)", r.version)
+	}
+	epoch := os.Getenv("SOURCE_DATE_EPOCH")
+	if r.commit == "" {
+		head, err := git("rev-parse", "HEAD")
+		if err != nil {
+			return nil, fmt.Errorf("no commit from git (%v): pass -commit", err)
+		}
+		r.commit = head
+		if changed, _ := git("status", "--porcelain", "--untracked-files=no"); changed != "" {
+			r.commit += "-dirty"
+		}
+		if epoch == "" {
+			epoch, _ = git("log", "-1", "--format=%ct", "HEAD")
+		}
+	}
+	secs, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil {
+		secs = 315532800 // 1980-01-01, the first time a zip file can hold
+	}
+	r.epoch = time.Unix(secs, 0).UTC()
+	return r, nil
+}
+
+// run runs a program (through bank/procs, as every child of bank's is)
+// and returns what it printed on stdout; its stderr goes to ours.
+func run(env []string, name string, args ...string) ([]byte, error) {
+	var out bytes.Buffer
+	s := procs.Spec{Path: name, Args: args, Env: env, Stdout: &out, Stderr: os.Stderr}
+	err := procs.Run(context.Background(), &s)
+	return out.Bytes(), err
+}
+
+func git(args ...string) (string, error) {
+	out, err := run(nil, "git", args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+// buildAll builds bank for every platform into a scratch directory.
+func (r *release) buildAll() error {
+	if err := os.MkdirAll(r.out, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp(r.out, ".build-")
+	if err != nil {
+		return err
+	}
+	r.build = dir
+	ldflags := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X main.commit=%s", r.version, r.commit)
+	for _, p := range r.platforms {
+		fmt.Fprintf(os.Stderr, "dist: go build for %s\n", p)
+		env := []string{"CGO_ENABLED=0", "GOOS=" + p.goos, "GOARCH=" + p.goarch, "GOFLAGS="}
+		if _, err := run(env, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags,
+			"-o", filepath.Join(dir, p.goos+"-"+p.goarch, p.binary()), "./cmd/bank"); err != nil {
+			return fmt.Errorf("go build for %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func (r *release) binaryOf(p platform) string {
+	return filepath.Join(r.build, p.goos+"-"+p.goarch, p.binary())
+}
+
+// archives writes OUT/bank-VERSION-GOOS-GOARCH.{tar.gz,zip} and
+// OUT/SHA256SUMS, replacing any archives of an earlier run.
+func (r *release) archives() error {
+	old, _ := filepath.Glob(filepath.Join(r.out, "bank-*"))
+	for _, f := range append(old, filepath.Join(r.out, "SHA256SUMS")) {
+		os.Remove(f)
+	}
+	readme, err := os.ReadFile(filepath.Join(npmSources, "README.md"))
+	if err != nil {
+		return err
+	}
+	sums := map[string][]byte{}
+	for _, p := range r.platforms {
+		bin, err := os.ReadFile(r.binaryOf(p))
+		if err != nil {
+			return err
+		}
+		top := strings.TrimSuffix(strings.TrimSuffix(p.archive(r.version), ".zip"), ".tar.gz")
+		files := []file{{top + "/" + p.binary(), 0o755, bin}, {top + "/README.md", 0o644, readme}}
+		var raw []byte
+		if p.goos == "windows" {
+			raw, err = zipOf(files, r.epoch)
+		} else {
+			raw, err = tarGzOf(top, files, r.epoch)
+		}
+		if err != nil {
+			return err
+		}
+		name := p.archive(r.version)
+		if err := os.WriteFile(filepath.Join(r.out, name), raw, 0o644); err != nil {
+			return err
+		}
+		sums[name] = raw
+	}
+	if err := writeSums(r.out, sums); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "dist: %d archives and SHA256SUMS in %s (version %s, commit %s)\n", len(sums), r.out, r.version, r.commit)
+	return nil
+}
+
+type file struct {
+	name string
+	mode int64
+	data []byte
+}
+
+// tarGzOf packs files, in the order given, below the directory top.
+func tarGzOf(top string, files []file, epoch time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression) // no name, no time: gzip.Header left empty
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(zw)
+	hdr := func(name string, mode int64, size int64, typ byte) *tar.Header {
+		return &tar.Header{Name: name, Mode: mode, Size: size, Typeflag: typ, ModTime: epoch, Format: tar.FormatUSTAR}
+	}
+	if err := tw.WriteHeader(hdr(top+"/", 0o755, 0, tar.TypeDir)); err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if err := tw.WriteHeader(hdr(f.name, f.mode, int64(len(f.data)), tar.TypeReg)); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// zipOf packs files, in the order given.
+func zipOf(files []file, epoch time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range files {
+		h := &zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: epoch}
+		h.SetMode(os.FileMode(f.mode))
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeSums writes dir/SHA256SUMS in the format sha256sum -c reads.
+func writeSums(dir string, files map[string][]byte) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		sum := sha256.Sum256(files[n])
+		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), n)
+	}
+	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644)
+}
+
+// npmPackages writes OUT/npm/*.tgz: the launcher and one package per
+// platform, packed by npm pack from folders filled from cmd/bank/npm.
+func (r *release) npmPackages() error {
+	dest := filepath.Join(r.out, "npm")
+	if err := os.RemoveAll(dest); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return err
+	}
+	stage, err := os.MkdirTemp(r.out, ".npm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+	fill := func(s string, p platform) string {
+		return strings.NewReplacer("@VERSION@", r.version, "@COMMIT@", r.commit, "@PLATFORM@", p.npmOS()+"-"+p.npmCPU(),
+			"@OS@", p.npmOS(), "@CPU@", p.npmCPU(), "@BINARY@", p.binary()).Replace(s)
+	}
+	var dirs []string
+	for _, p := range r.platforms {
+		dir := filepath.Join(stage, p.npmOS()+"-"+p.npmCPU())
+		bin, err := os.ReadFile(r.binaryOf(p))
+		if err != nil {
+			return err
+		}
+		if err := writeTemplates(dir, map[string]string{"package.json": "platform/package.json", "README.md": "platform/README.md"}, func(s string) string { return fill(s, p) }); err != nil {
+			return err
+		}
+		if err := writeAt(filepath.Join(dir, "bin", p.binary()), bin, 0o755); err != nil {
+			return err
+		}
+		dirs = append(dirs, dir)
+	}
+	launcher := filepath.Join(stage, "launcher")
+	if err := writeTemplates(launcher, map[string]string{"package.json": "launcher/package.json", "README.md": "README.md"}, func(s string) string { return fill(s, platform{}) }); err != nil {
+		return err
+	}
+	script, err := os.ReadFile(filepath.Join(npmSources, "launcher", "bin", "bank"))
+	if err != nil {
+		return err
+	}
+	if err := writeAt(filepath.Join(launcher, "bin", "bank"), script, 0o755); err != nil {
+		return err
+	}
+	if err := checkLauncher(filepath.Join(launcher, "package.json"), r.version); err != nil {
+		return err
+	}
+	dirs = append(dirs, launcher)
+	abs, err := filepath.Abs(dest)
+	if err != nil {
+		return err
+	}
+	sums := map[string][]byte{}
+	for _, dir := range dirs {
+		out, err := run(nil, "npm", "pack", "--ignore-scripts", "--json", "--pack-destination", abs, dir)
+		if err != nil {
+			return fmt.Errorf("npm pack %s: %w", filepath.Base(dir), err)
+		}
+		var packed []struct{ Filename string }
+		if err := json.Unmarshal(out, &packed); err != nil || len(packed) != 1 {
+			return fmt.Errorf("npm pack %s printed %q", filepath.Base(dir), out)
+		}
+		raw, err := os.ReadFile(filepath.Join(dest, packed[0].Filename))
+		if err != nil {
+			return err
+		}
+		sums[packed[0].Filename] = raw
+	}
+	if err := writeSums(dest, sums); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "dist: %d npm packages and SHA256SUMS in %s\n", len(sums), dest)
+	return nil
+}
+
+// writeTemplates writes each file of dir from a file of cmd/bank/npm,
+// filled in.
+func writeTemplates(dir string, files map[string]string, fill func(string) string) error {
+	for name, src := range files {
+		raw, err := os.ReadFile(filepath.Join(npmSources, src))
+		if err != nil {
+			return err
+		}
+		text := fill(string(raw))
+		if strings.HasSuffix(name, ".json") && !json.Valid([]byte(text)) {
+			return fmt.Errorf("%s/%s, filled in, is not valid JSON", npmSources, src)
+		}
+		if err := writeAt(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeAt(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, mode); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode) // whatever the umask
+}
+
+// checkLauncher makes sure the launcher depends on exactly one package
+// of ours per platform, at this version, and one PostgreSQL package per
+// platform, at one exact version.
+func checkLauncher(path, version string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var pkg struct {
+		Version              string
+		OptionalDependencies map[string]string
+	}
+	if err := json.Unmarshal(raw, &pkg); err != nil {
+		return err
+	}
+	var ours, pg []string
+	pgVersions := map[string]bool{}
+	for name, v := range pkg.OptionalDependencies {
+		switch {
+		case strings.HasPrefix(name, "@zudojs/bank-"):
+			if v != version {
+				return fmt.Errorf("the launcher wants %s@%s, not this version %s", name, v, version)
+			}
+			ours = append(ours, strings.TrimPrefix(name, "@zudojs/bank-"))
+		case strings.HasPrefix(name, "@embedded-postgres/"):
+			if !semverRE.MatchString(v) {
+				return fmt.Errorf("the launcher wants %s@%s: pin one exact version", name, v)
+			}
+			pgVersions[v] = true
+			pg = append(pg, strings.TrimPrefix(name, "@embedded-postgres/"))
+		}
+	}
+	var want []string
+	for _, s := range Platforms {
+		goos, goarch, _ := strings.Cut(s, "/")
+		p := platform{goos, goarch}
+		want = append(want, p.npmOS()+"-"+p.npmCPU())
+	}
+	sort.Strings(ours)
+	sort.Strings(want)
+	if strings.Join(ours, " ") != strings.Join(want, " ") || len(pg) != len(want) || len(pgVersions) != 1 {
+		return fmt.Errorf("the launcher's optionalDependencies must name @zudojs/bank-{%s} and as many @embedded-postgres packages at one version; got %v", strings.Join(want, ","), pkg.OptionalDependencies)
+	}
+	return nil
+}
