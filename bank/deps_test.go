@@ -90,6 +90,8 @@ func TestDependencyRules(t *testing.T) {
 			"grade runs the learner's server, checks the books, and reuses torture's run"},
 		"labweb": {[]string{"scenarios/render", "bank/pgserver/pgtest", "bank/procs"},
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
+		"dist": {[]string{"bank/procs"},
+			"dist builds the release archives and npm packages, running go, git and npm through procs"},
 		"program": {[]string{"bank/procs"},
 			"program runs the learner's program through procs, and knows nothing of exercises"},
 		"quiz": {[]string{"scenarios/practice", "bank/pgserver", "bank/pgserver/pgtest"},

@@ -181,7 +181,7 @@ func newRelease(out, platforms, version, commit string) (*release, error) {
 func run(env []string, name string, args ...string) ([]byte, error) {
 	var out bytes.Buffer
 	s := procs.Spec{Path: name, Args: args, Env: env, Stdout: &out, Stderr: os.Stderr}
-	err := procs.Run(context.Background(), &s)
+	err := s.Run(context.Background())
 	return out.Bytes(), err
 }
 
