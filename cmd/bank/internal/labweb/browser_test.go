@@ -324,8 +324,9 @@ const readListed = `((names) => names.map((name) => {
 // TestLabForTheRoom: the page as an instructor projects it, at 1280×720.
 // Every story is listed with its summary, the scenarios and the mistakes
 // in view at once; /#crash opens crash at its first step and /#crash/3 at
-// its third; the address follows the arrow keys and the buttons, back and
-// forward go from story to story, and a name that is no story says so
+// its third; the address follows the arrow keys and the buttons, Esc
+// goes back to the list, where the arrows move from story to story, back
+// and forward go from story to story, and a name that is no story says so
 // over the list.
 func TestLabForTheRoom(t *testing.T) {
 	ctx := chrome(t)
@@ -505,7 +506,17 @@ func TestLabForTheRoom(t *testing.T) {
 
 	// To the list and another story, then back and forward.
 	do("press Esc", chromedp.KeyEvent(kb.Escape))
-	until("see the list after Esc", onList+` && location.hash === ""`)
+	until("see the list after Esc, crash picked out", onList+` && location.hash === "" && document.activeElement.dataset.name === "crash"`)
+	var afterCrash string
+	for i, e := range entries[:len(entries)-1] {
+		if e.Name == "crash" {
+			afterCrash = entries[i+1].Name
+		}
+	}
+	do("press ↓", chromedp.KeyEvent(kb.ArrowDown))
+	until("see ↓ move to the story after crash", fmt.Sprintf(`document.activeElement.dataset.name === %s`, js(afterCrash)))
+	do("press ↑", chromedp.KeyEvent(kb.ArrowUp))
+	until("see ↑ move back to crash", `document.activeElement.dataset.name === "crash"`)
 	do("pick no-fencing", chromedp.Click(`a.entry[data-name="no-fencing"]`))
 	until("see no-fencing's first step", at("no-fencing", noFencing, 1))
 	do("press →", chromedp.KeyEvent(kb.ArrowRight))
