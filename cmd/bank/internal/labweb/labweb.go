@@ -1,7 +1,9 @@
 // Package labweb is bank lab: a local web page for class that runs a
 // scenario or a mistake on the real PostgreSQL and steps through its
-// sequence diagram, beside the balances and the idempotency keys.
-// Everything it serves is embedded; it listens on loopback only.
+// sequence diagram, beside the balances and the idempotency keys. The
+// page's address names a story and a step (/#crash/3, counted from 1), so
+// an instructor can open one from a slide. Everything it serves is
+// embedded; it listens on loopback only.
 package labweb
 
 import (
