@@ -255,15 +255,15 @@ func TestInterruptGradeAndTorture(t *testing.T) {
 					rest.WriteString(sc.Text() + "\n")
 				}
 			}()
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
+			// Read stderr to its end before Wait, which closes the pipe (a
+			// Wait first could lose bank's last line).
 			select {
-			case <-exited:
+			case <-done:
 			case <-time.After(20 * time.Second): // a hang, not a speed goal
 				cmd.Process.Kill()
 				t.Fatalf("still running 20 s after SIGINT")
 			}
-			<-done
+			cmd.Wait()
 			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted || !strings.Contains(rest.String(), "bank: interrupted") || strings.Contains(rest.String(), "panic") {
 				t.Errorf("exit %d, want 130 and \"bank: interrupted\":\n%s", code, rest.String())
 			}
