@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -179,25 +180,59 @@ func (s *Store) lockID() string {
 }
 
 // ProblemBody is the JSON of every refusal the API sends, idem's own and
-// the bank's: a machine-readable code and a message for people.
+// the bank's: an RFC 9457 problem details object (served as
+// application/problem+json), whose type names the error, with the
+// lesson's code and message kept as the extension members "error" and
+// "message", so that a client of the lesson's shape reads it as before.
 type ProblemBody struct {
+	Type    string `json:"type"`   // ProblemTypes + the code
+	Title   string `json:"title"`  // the same for every occurrence of the type
+	Status  int    `json:"status"` // the HTTP status it is sent with
+	Detail  string `json:"detail"` // the message
 	Code    string `json:"error"`
 	Message string `json:"message"`
 }
 
-// Problem builds the JSON error answers idem gives.
+// ProblemTypes is where a problem's type points: ProblemTypes + its code,
+// a path the API answers with the documentation of that error (RFC 9457
+// §3.1.1 allows a relative type, and asks that it be a full path).
+const ProblemTypes = "/problems/"
+
+// Problem builds the problem details answers idem gives (and the API's
+// others, through it): the code names the problem's type.
 func Problem(status int, code, message string) Response {
-	body, _ := json.Marshal(ProblemBody{Code: code, Message: message})
+	body, _ := json.Marshal(ProblemBody{Type: ProblemTypes + code, Title: Title(code), Status: status, Detail: message, Code: code, Message: message})
 	return Response{Status: status, Body: body}
+}
+
+// Title is a problem type's title, made from its code: idempotency_key_reused
+// is "Idempotency-Key reused", invalid_json "Invalid JSON".
+func Title(code string) string {
+	t := strings.ReplaceAll(code, "_", " ")
+	t = strings.Replace(t, "idempotency key", "Idempotency-Key", 1)
+	t = strings.ReplaceAll(t, "json", "JSON")
+	if t == "" {
+		return t
+	}
+	return strings.ToUpper(t[:1]) + t[1:]
 }
 
 // The answers Do gives on its own, exported so that the lab's broken
 // stores refuse in the same words.
 
-// KeyRequired answers a request with no valid key (400).
+// KeyRequired answers a request with no key, or one that is not 16 to 64
+// letters, digits, - or _ (400).
 func KeyRequired() Response {
 	return Problem(http.StatusBadRequest, "idempotency_key_required",
 		"send an Idempotency-Key header of 16 to 64 letters, digits, - or _")
+}
+
+// KeyInvalid answers a request whose Idempotency-Key field is not one
+// key: sent twice, or neither a bare key nor one quoted string (400).
+// KeyFromHeader tells.
+func KeyInvalid() Response {
+	return Problem(http.StatusBadRequest, "idempotency_key_invalid",
+		`send one Idempotency-Key header with one key, bare (abc…) or as one quoted string ("abc…")`)
 }
 
 // KeyReused answers a key sent with a different request (422).

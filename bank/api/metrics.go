@@ -8,7 +8,7 @@ import (
 
 // Metrics are the server's counters, served at /metrics.
 type Metrics struct {
-	Requests, Replays, Conflicts, Unprocessable, Takeovers, Lost, Fenced, Limited atomic.Int64
+	Requests, Replays, Conflicts, Unprocessable, Takeovers, Lost, Fenced, Limited, Unavailable atomic.Int64
 }
 
 func (s *Server) writeMetrics(w http.ResponseWriter) {
@@ -28,6 +28,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 		{"bank_lost_responses_total", "Responses lost on purpose (--lose-responses, --lose-rate).", &s.Metrics.Lost},
 		{"bank_fenced_total", "Completions refused by the fencing token: a holder that lost its lock.", &s.Metrics.Fenced},
 		{"bank_rate_limited_total", "429 answers: a user over --rate-limit.", &s.Metrics.Limited},
+		{"bank_unavailable_total", "503 answers: the database could not be reached.", &s.Metrics.Unavailable},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", m.name, m.help, m.name, m.name, m.v.Load())
 	}

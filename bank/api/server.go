@@ -115,30 +115,56 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // routes are the API's endpoints. Each path also has a catch-all for the
-// methods it does not take, so that they get the API's JSON 405 (with
-// Allow) rather than the mux's plain text; anything else is a JSON 404.
+// methods it does not take, so that they get the API's problem details
+// 405 (with Allow) rather than the mux's plain text; anything else is a
+// problem details 404. A GET route answers HEAD too (net/http's mux),
+// so Allow names it.
 func (s *Server) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	m.HandleFunc("GET /healthz", s.health)
+	m.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	})
 	m.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { s.writeMetrics(w) })
 	m.HandleFunc("POST /transfers", s.transfer)
 	m.HandleFunc("GET /transfers", s.lookup)
+	m.HandleFunc("GET /transfers/{id}", s.transferByID)
 	m.HandleFunc("GET /accounts/{id}", s.account)
-	for path, allowed := range map[string]string{"/healthz": "GET", "/metrics": "GET", "/transfers": "GET, POST", "/accounts/{id}": "GET"} {
+	m.HandleFunc("GET /problems", problemIndex)
+	m.HandleFunc("GET /problems/{code}", problemPage)
+	for path, allowed := range map[string]string{
+		"/healthz": "GET, HEAD", "/livez": "GET, HEAD", "/metrics": "GET, HEAD",
+		"/transfers": "GET, HEAD, POST", "/transfers/{id}": "GET, HEAD", "/accounts/{id}": "GET, HEAD",
+		"/problems": "GET, HEAD", "/problems/{code}": "GET, HEAD",
+	} {
 		m.HandleFunc(path, methodNotAllowed(allowed))
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		problem(w, http.StatusNotFound, "not_found", "no such endpoint: try POST /transfers, GET /transfers?key=, GET /accounts/{id}, GET /healthz or GET /metrics")
+		problem(w, http.StatusNotFound, "not_found", "no such endpoint: try POST /transfers, GET /transfers/{id}, GET /transfers?key=, GET /accounts/{id}, GET /healthz, GET /livez or GET /metrics")
 	})
 	s.mux = m
+}
+
+// health is GET /healthz, the readiness check: 200 when the database
+// answers, else 503 with Retry-After, so that a load balancer sends no
+// transfers to a server that cannot make them. (GET /livez only says the
+// process answers HTTP.)
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var one int
+	if err := s.DB.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		s.unavailable(w, "the database cannot be reached; this server cannot make transfers until it can")
+		noteLog(w, " error="+strconv.Quote(err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 }
 
 func methodNotAllowed(allowed string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allowed)
-		problem(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+strings.ReplaceAll(allowed, ", ", " or "))
+		problem(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+strings.ReplaceAll(strings.ReplaceAll(allowed, ", HEAD", ""), ", ", " or "))
 	}
 }
 
@@ -172,10 +198,25 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", MaxBody))
 		return
 	}
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// RFC 9110 §15.5.16: say which codings would do (none).
+		w.Header().Set("Accept-Encoding", "identity")
+		problem(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "the body has Content-Encoding "+strconv.Quote(ce)+"; send it as plain JSON")
+		return
+	}
+	key, ok := idem.KeyFromHeader(r.Header.Values("Idempotency-Key"))
+	if !ok {
+		writeProblem(w, idem.KeyInvalid())
+		return
+	}
 	if !s.admit(user) {
 		s.Metrics.Limited.Add(1)
 		w.Header().Set("Retry-After", RetryAfter(http.StatusTooManyRequests))
-		problem(w, http.StatusTooManyRequests, "rate_limited", "too many requests; retry after the Retry-After delay with the same Idempotency-Key")
+		msg := "too many requests; retry after the Retry-After delay"
+		if key != "" {
+			msg += " with the same Idempotency-Key"
+		}
+		problem(w, http.StatusTooManyRequests, "rate_limited", msg)
 		noteLog(w, " limited")
 		return
 	}
@@ -198,12 +239,19 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 	// client that hung up; the timeout bounds it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
 	defer cancel()
-	resp, err := s.Transfers.Handle(ctx, Call{UserID: user, Key: r.Header.Get("Idempotency-Key"), Body: body, Now: s.Now()})
+	resp, err := s.Transfers.Handle(ctx, Call{UserID: user, Key: key, Body: body, Now: s.Now()})
 	if err != nil {
 		if errors.Is(err, idem.ErrLockLost) {
 			s.Metrics.Fenced.Add(1)
 		}
-		problem(w, http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
+		if Unavailable(err) {
+			// The store gave the key back, or never claimed it: no answer
+			// is kept under it. (A claim whose release could not reach the
+			// database either waits out its lock.)
+			s.unavailable(w, "the database cannot be reached right now; retry after the Retry-After delay with the same Idempotency-Key, which makes the transfer at most once")
+		} else {
+			problem(w, http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
+		}
 		noteLog(w, " error="+strconv.Quote(err.Error()))
 		return
 	}
@@ -221,12 +269,49 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 	if v := RetryAfter(resp.Status); v != "" {
 		w.Header().Set("Retry-After", v)
 	}
-	writeJSON(w, resp.Status, resp.Body)
+	if resp.Status == http.StatusCreated {
+		if id := transferID(resp.Body); id != 0 {
+			w.Header().Set("Location", fmt.Sprintf("/transfers/%d", id))
+		}
+	}
+	writeAnswer(w, resp.Status, resp.Body)
 }
 
-// RetryAfter is the Retry-After header the API sends with a status.
+// transferID is the transferId of a receipt, or 0.
+func transferID(body []byte) int64 {
+	var r struct {
+		TransferID int64 `json:"transferId"`
+	}
+	if json.Unmarshal(body, &r) != nil {
+		return 0
+	}
+	return r.TransferID
+}
+
+// unavailable answers 503 with Retry-After: the database could not be
+// reached. Never stored under a key: a retry may succeed.
+func (s *Server) unavailable(w http.ResponseWriter, message string) {
+	s.Metrics.Unavailable.Add(1)
+	w.Header().Set("Retry-After", RetryAfter(http.StatusServiceUnavailable))
+	problem(w, http.StatusServiceUnavailable, "service_unavailable", message)
+}
+
+// failed answers a request whose database work failed: 503 when the
+// database could not be reached, else 500 internal_error with message.
+func (s *Server) failed(w http.ResponseWriter, err error, message string) {
+	if Unavailable(err) {
+		s.unavailable(w, "the database cannot be reached right now; retry after the Retry-After delay")
+	} else {
+		problem(w, http.StatusInternalServerError, "internal_error", message)
+	}
+	noteLog(w, " error="+strconv.Quote(err.Error()))
+}
+
+// RetryAfter is the Retry-After header the API sends with a status: a
+// second for 409 (in progress), 429 (over the rate limit) and 503 (the
+// database unreachable), nothing otherwise.
 func RetryAfter(status int) string {
-	if status == http.StatusConflict || status == http.StatusTooManyRequests {
+	if status == http.StatusConflict || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		return "1"
 	}
 	return ""
@@ -302,7 +387,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, found, err := idem.Lookup(r.Context(), s.Keys, user, key)
 	if err != nil {
-		problem(w, http.StatusInternalServerError, "internal_error", "the key could not be looked up; try again")
+		s.failed(w, err, "the key could not be looked up; try again")
 		return
 	}
 	if !found {
@@ -320,39 +405,86 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 	rawID := r.PathValue("id")
-	user, ok := s.user(w, r)
-	if !ok {
-		return
-	}
-	notFound := func() { problem(w, http.StatusNotFound, "account_not_found", "account "+rawID+" was not found") }
-	id, err := strconv.ParseInt(rawID, 10, 64)
-	if err != nil {
-		notFound()
-		return
-	}
 	var a struct {
 		ID          int64  `json:"id"`
 		Holder      string `json:"holder"`
 		Status      string `json:"status"`
 		BalanceKobo int64  `json:"balanceKobo"`
 	}
+	s.owned(w, r, &a, "the account could not be read; try again",
+		func() { problem(w, http.StatusNotFound, "account_not_found", "account "+rawID+" was not found") },
+		func(ctx context.Context, id int64, owner *int64) error {
+			return s.DB.QueryRow(ctx, "SELECT id, owner_id, holder, status, balance_kobo FROM accounts WHERE id = $1::bigint", id).
+				Scan(&a.ID, owner, &a.Holder, &a.Status, &a.BalanceKobo)
+		})
+}
+
+// transferByID is GET /transfers/{id}, where a 201's Location points:
+// the transfer, to the user who owns the account it was sent from, and
+// 404 to anyone else, as for an id that names no transfer.
+func (s *Server) transferByID(w http.ResponseWriter, r *http.Request) {
+	rawID := r.PathValue("id")
+	var t struct {
+		ID         int64 `json:"transferId"`
+		From       int64 `json:"from"`
+		To         int64 `json:"to"`
+		AmountKobo int64 `json:"amountKobo"`
+	}
+	s.owned(w, r, &t, "the transfer could not be read; try again",
+		func() { problem(w, http.StatusNotFound, "transfer_not_found", "transfer "+rawID+" was not found") },
+		func(ctx context.Context, id int64, owner *int64) error {
+			return s.DB.QueryRow(ctx, `SELECT t.id, t.from_account, t.to_account, t.amount_kobo, a.owner_id
+				FROM transfers t JOIN accounts a ON a.id = t.from_account WHERE t.id = $1::bigint`, id).
+				Scan(&t.ID, &t.From, &t.To, &t.AmountKobo, owner)
+		})
+}
+
+// owned answers GET /…/{id} for one row that belongs to a user: read
+// fills v and the row's owner; the caller's own row is sent as JSON, and
+// anyone else's, a row that is not there and an id that is no number are
+// all notFound, so that a stranger cannot tell which ids exist.
+func (s *Server) owned(w http.ResponseWriter, r *http.Request, v any, failure string, notFound func(), read func(ctx context.Context, id int64, owner *int64) error) {
+	user, ok := s.user(w, r)
+	if !ok {
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		notFound()
+		return
+	}
 	var owner int64
-	err = s.DB.QueryRow(r.Context(), "SELECT id, owner_id, holder, status, balance_kobo FROM accounts WHERE id = $1::bigint", id).
-		Scan(&a.ID, &owner, &a.Holder, &a.Status, &a.BalanceKobo)
+	err = read(r.Context(), id, &owner)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && owner != user {
 		notFound()
 		return
 	}
 	if err != nil {
-		problem(w, http.StatusInternalServerError, "internal_error", "the account could not be read; try again")
+		s.failed(w, err, failure)
 		return
 	}
-	b, _ := json.Marshal(a)
+	b, _ := json.Marshal(v)
 	writeJSON(w, http.StatusOK, b)
 }
 
 func problem(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, idem.Problem(status, code, message).Body)
+	writeProblem(w, idem.Problem(status, code, message))
+}
+
+func writeProblem(w http.ResponseWriter, p idem.Response) {
+	writeAnswer(w, p.Status, p.Body)
+}
+
+// writeAnswer sends a status and its body: a 4xx or 5xx is a problem
+// details object (application/problem+json), anything else JSON.
+func writeAnswer(w http.ResponseWriter, status int, body []byte) {
+	if status >= 400 {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(status)
+		w.Write(body) // a replay is the stored body, byte for byte
+		return
+	}
+	writeJSON(w, status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -90,8 +90,9 @@ func TestRules(t *testing.T) {
 }
 
 // TestBodies: the receipt and the refusals as the API writes them, byte
-// for byte (a replay sends the stored bytes, and the transcripts print
-// them).
+// for byte (a replay sends the stored bytes): a refusal is RFC 9457
+// problem details that keep the lesson's error and message, which the
+// transcripts print.
 func TestBodies(t *testing.T) {
 	pool, _ := pgtest.DB(t)
 	ctx := context.Background()
@@ -100,20 +101,24 @@ func TestBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
+	refusal := func(status int, code, title, message string) string {
+		m, _ := json.Marshal(message)
+		return fmt.Sprintf(`{"type":"/problems/%s","title":"%s","status":%d,"detail":%s,"error":"%s","message":%s}`, code, title, status, m, code, m)
+	}
 	for _, c := range []struct {
 		user       int64
 		body, want string
 	}{
 		{1, `{"from":1,"to":2,"amountKobo":1000000}`, `{"transferId":1,"from":1,"to":2,"amountKobo":1000000,"balanceKobo":4000000}`},
-		{1, `{"from":1,"to":1,"amountKobo":1}`, `{"error":"same_account","message":"an account cannot send money to itself"}`},
-		{1, `{"from":1,"to":2,"amountKobo":1.5}`, `{"error":"invalid_amount","message":"amountKobo must be a whole number of kobo above 0"}`},
-		{1, `{"from":1,"to":2,"amountKobo":"1"}`, `{"error":"invalid_amount","message":"amountKobo must be a whole number of kobo above 0"}`},
-		{1, `{"from":1,"to":"2","amountKobo":1}`, `{"error":"invalid_account","message":"from and to must be account numbers"}`},
-		{1, `{"from":7,"to":2,"amountKobo":1}`, `{"error":"account_not_found","message":"account 7 was not found"}`},
-		{1, `{"from":1,"to":3,"amountKobo":1}`, `{"error":"recipient_unavailable","message":"account 3 cannot receive transfers"}`},
-		{3, `{"from":3,"to":1,"amountKobo":1}`, `{"error":"account_not_active","message":"account 3 is frozen"}`},
-		{1, `{"from":1,"to":2,"amountKobo":9000000}`, `{"error":"insufficient_funds","message":"the balance is too low for this transfer"}`},
-		{1, `{"from":1`, `{"error":"invalid_json","message":"the body must be one JSON object such as {\"from\":1,\"to\":2,\"amountKobo\":1000000}"}`},
+		{1, `{"from":1,"to":1,"amountKobo":1}`, refusal(422, "same_account", "Same account", "an account cannot send money to itself")},
+		{1, `{"from":1,"to":2,"amountKobo":1.5}`, refusal(400, "invalid_amount", "Invalid amount", "amountKobo must be a whole number of kobo above 0")},
+		{1, `{"from":1,"to":2,"amountKobo":"1"}`, refusal(400, "invalid_amount", "Invalid amount", "amountKobo must be a whole number of kobo above 0")},
+		{1, `{"from":1,"to":"2","amountKobo":1}`, refusal(400, "invalid_account", "Invalid account", "from and to must be account numbers")},
+		{1, `{"from":7,"to":2,"amountKobo":1}`, refusal(404, "account_not_found", "Account not found", "account 7 was not found")},
+		{1, `{"from":1,"to":3,"amountKobo":1}`, refusal(422, "recipient_unavailable", "Recipient unavailable", "account 3 cannot receive transfers")},
+		{3, `{"from":3,"to":1,"amountKobo":1}`, refusal(422, "account_not_active", "Account not active", "account 3 is frozen")},
+		{1, `{"from":1,"to":2,"amountKobo":9000000}`, refusal(422, "insufficient_funds", "Insufficient funds", "the balance is too low for this transfer")},
+		{1, `{"from":1`, refusal(400, "invalid_json", "Invalid JSON", `the body must be one JSON object such as {"from":1,"to":2,"amountKobo":1000000}`)},
 	} {
 		resp, err := api.Transfer(ctx, tx, c.user, []byte(c.body))
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -41,6 +42,10 @@ type Client struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Report hears about every attempt, as it ends.
 	Report func(Attempt)
+	// QuotedKey sends the key as the IETF draft writes it, an RFC 8941
+	// String: Idempotency-Key: "8e03978e-…". By default it goes bare, as
+	// the lesson writes it; a server of the lesson's takes both.
+	QuotedKey bool
 }
 
 // Attempt is one try at sending the request.
@@ -62,7 +67,8 @@ type Result struct {
 }
 
 // ShouldRetry is the lesson's retry policy: network errors, 409 (in
-// progress), 429 and 5xx may succeed later; anything else will not.
+// progress), 429 and 5xx (a 500, or a 503 while the server's database is
+// out of reach) may succeed later; anything else will not.
 func ShouldRetry(status int, networkErr bool) bool {
 	return networkErr || status == http.StatusConflict || status == http.StatusTooManyRequests || status >= 500
 }
@@ -171,7 +177,7 @@ func (c *Client) once(ctx context.Context, key string, body []byte) (Result, tim
 	// reports the failure instead of retrying on its own.
 	req.GetBody = nil
 	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Idempotency-Key", KeyField(key, c.QuotedKey))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
@@ -187,6 +193,15 @@ func (c *Client) once(ctx context.Context, key string, body []byte) (Result, tim
 		retryAfter = time.Duration(s) * time.Second
 	}
 	return Result{Status: resp.StatusCode, Body: b, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, retryAfter, nil
+}
+
+// KeyField is the Idempotency-Key header value for key: bare, or quoted
+// as an RFC 8941 String (with \ and " escaped).
+func KeyField(key string, quoted bool) string {
+	if !quoted {
+		return key
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
 }
 
 // Lookup asks the server what happened to the transfer sent under key:

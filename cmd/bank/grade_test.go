@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,12 +9,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/idem"
 )
 
 // garbageRole makes the test binary a server that answers every request
@@ -25,6 +32,65 @@ func garbageServer() {
 		fmt.Fprintln(w, "hello from a server that never read the contract")
 	}))
 	os.Exit(1)
+}
+
+// draftOnlyRole makes the test binary a correct server (the lab's API)
+// that takes its key only as the IETF draft writes it, a quoted string,
+// and refuses a bare one with 400 and problem details of its own, which
+// carry no "error" member: a server written from the draft, not from the
+// lesson.
+const draftOnlyRole = "BANK_TEST_DRAFT_ONLY_SERVER"
+
+func draftOnlyServer() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err == nil {
+		err = idem.EnsureSchema(ctx, pool)
+	}
+	ms, _ := strconv.Atoi(os.Getenv("LOCK_TTL_MS"))
+	if err != nil || ms <= 0 {
+		fmt.Fprintln(os.Stderr, "draft-only server:", err, os.Getenv("LOCK_TTL_MS"))
+		os.Exit(1)
+	}
+	srv := &api.Server{
+		Transfers: &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: time.Duration(ms) * time.Millisecond}},
+		DB:        pool, Keys: pool, Tokens: api.Tokens, Now: time.Now,
+	}
+	err = http.ListenAndServe("127.0.0.1:"+os.Getenv("PORT"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key := r.Header.Get("Idempotency-Key"); key != "" && !strings.HasPrefix(key, `"`) {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"type":"about:blank","title":"Idempotency-Key must be a Structured Field String (draft-ietf-httpapi-idempotency-key-header, section 2.1)","status":400}`)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	fmt.Fprintln(os.Stderr, "draft-only server:", err)
+	os.Exit(1)
+}
+
+// TestGradeDraftOnlyServerPasses: a server that takes only the draft's
+// quoted key, and answers in problem details alone, is graded as fairly
+// as the lesson's: the grader finds that it refuses bare keys, sends
+// them quoted (torture's client too), and every check passes.
+func TestGradeDraftOnlyServerPasses(t *testing.T) {
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, failed, out := gradeInTwo(t, nil, "env", draftOnlyRole+"=1", self)
+	if failed {
+		t.Errorf("a check failed:\n%s", out)
+	}
+	for _, r := range rep.Results {
+		if r.Verdict != grade.Pass {
+			t.Errorf("%s: %s: %s\n%s", r.Name, r.Verdict, r.Why, strings.Join(r.Evidence, "\n"))
+		}
+	}
+	if !strings.Contains(out, "the grader sends every key quoted from here on") || !strings.Contains(out, `key \"grade-plain-0000001\"`) {
+		t.Errorf("the report does not say the keys went quoted:\n%s", out)
+	}
 }
 
 // graders bounds how many bank grade runs the tests make at once: each

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(garbageRole) != "" {
 		garbageServer() // this process is a server bank grade is grading
 	}
+	if os.Getenv(draftOnlyRole) != "" {
+		draftOnlyServer() // so is this one
+	}
 	pgtest.Main(m, labTemplate())
 }
 

@@ -33,6 +33,7 @@ type sendFlags struct {
 	server, token, state string
 	from, to, amount     int64
 	resume, fresh        bool
+	quotedKey            bool // --quoted-key: the draft's form of the key
 	serverSet            bool // --server was given: a resumed draft goes there
 	attempts             int
 	deadline, backoff    time.Duration
@@ -78,6 +79,7 @@ unknown. The client and the draft: bank help send.`,
 	fl.DurationVar(&f.deadline, "deadline", 30*time.Second, "give up after this long")
 	fl.DurationVar(&f.backoff, "backoff", 50*time.Millisecond, "ceiling of the first backoff; it doubles each attempt, up to 5s")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for the backoff jitter (default: random)")
+	fl.BoolVar(&f.quotedKey, "quoted-key", false, `send the key as the IETF draft writes it, quoted: Idempotency-Key: "…" (default: bare, as the lesson writes it)`)
 	return cmd
 }
 
@@ -205,6 +207,7 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 		BaseDelay:   f.backoff,
 		MaxDelay:    max(5*time.Second, f.backoff),
 		Rand:        mrand.New(mrand.NewPCG(seed, seed)),
+		QuotedKey:   f.quotedKey,
 		Report: func(at client.Attempt) {
 			what := fmt.Sprintf("%d", at.Status)
 			if at.Status == 0 {
@@ -219,7 +222,7 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 			fmt.Fprintf(a.io.Out, "attempt %d: %s%s\n", at.N, what, next)
 		},
 	}
-	fmt.Fprintf(a.io.Out, "sending %s to %s with Idempotency-Key %s\n", d.Body, d.Server, d.Key)
+	fmt.Fprintf(a.io.Out, "sending %s to %s with Idempotency-Key %s\n", d.Body, d.Server, client.KeyField(d.Key, f.quotedKey))
 	res, err := c.Send(ctx, d.Key, d.Body)
 	if errors.Is(err, client.ErrNotSent) {
 		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; once the server is up: bank send --resume\n", err, path)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/bank/procs"
 )
@@ -25,7 +28,13 @@ import (
 // and must exit 0.
 func serveProcess(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := command(t, pgtest.CacheDir(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return serveProcessIn(t, pgtest.CacheDir(t), args...)
+}
+
+// serveProcessIn is serveProcess with the cache directory given.
+func serveProcessIn(t *testing.T, cache string, args ...string) string {
+	t.Helper()
+	cmd := command(t, cache, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -107,6 +116,7 @@ func TestServeStatuses(t *testing.T) {
 		{"huge body", "POST", "/transfers", "token-ada", key, `{"from":1,"to":2,"amountKobo":1` + strings.Repeat(" ", 17<<10) + `}`, 413, "body_too_large"},
 		{"no key", "POST", "/transfers", "token-ada", "", ok, 400, "idempotency_key_required"},
 		{"short key", "POST", "/transfers", "token-ada", "short", ok, 400, "idempotency_key_required"},
+		{"not one key", "POST", "/transfers", "token-ada", "two keys, one field", ok, 400, "idempotency_key_invalid"},
 		{"amount as a string", "POST", "/transfers", "token-ada", "string-amount-0001", `{"from":1,"to":2,"amountKobo":"100"}`, 400, "invalid_amount"},
 		{"first", "POST", "/transfers", "token-ada", key, ok, 201, ""},
 		{"same key, other amount", "POST", "/transfers", "token-ada", key, `{"from":1,"to":2,"amountKobo":5}`, 422, "idempotency_key_reused"},
@@ -117,7 +127,9 @@ func TestServeStatuses(t *testing.T) {
 		{"someone else's balance", "GET", "/accounts/1", "token-bola", "", "", 404, "account_not_found"},
 		{"unknown key", "GET", "/transfers?key=never-sent-0000001", "token-ada", "", "", 404, "key_not_found"},
 		{"another user's key", "GET", "/transfers?key=bola-takes-ada-0001", "token-ada", "", "", 404, "key_not_found"},
+		{"no such transfer", "GET", "/transfers/42", "token-ada", "", "", 404, "transfer_not_found"},
 		{"health", "GET", "/healthz", "", "", "", 200, ""},
+		{"live", "GET", "/livez", "", "", "", 200, ""},
 	}
 	for _, c := range cases {
 		r := request(t, c.method, url+c.path, c.token, c.key, c.body)
@@ -125,14 +137,20 @@ func TestServeStatuses(t *testing.T) {
 			t.Errorf("%s: status %d, want %d (%s)", c.name, r.status, c.status, r.raw)
 			continue
 		}
-		if ct := r.header.Get("Content-Type"); ct != "application/json" {
-			t.Errorf("%s: Content-Type %q", c.name, ct)
+		// An error is problem details (RFC 9457) that keep the lesson's
+		// error and message.
+		wantType := "application/json"
+		if c.status >= 400 {
+			wantType = "application/problem+json"
 		}
-		if c.code != "" && (r.body["error"] != c.code || r.body["message"] == "") {
-			t.Errorf("%s: body %s, want error %s with a message", c.name, r.raw, c.code)
+		if ct := r.header.Get("Content-Type"); ct != wantType {
+			t.Errorf("%s: Content-Type %q, want %q", c.name, ct, wantType)
+		}
+		if c.code != "" && (r.body["error"] != c.code || r.body["message"] == "" || r.body["type"] != "/problems/"+c.code || r.body["status"] != float64(c.status)) {
+			t.Errorf("%s: body %s, want problem details with error %s and a message", c.name, r.raw, c.code)
 		}
 	}
-	if r := request(t, "PUT", url+"/transfers", "token-ada", key, ok); r.header.Get("Allow") != "GET, POST" {
+	if r := request(t, "PUT", url+"/transfers", "token-ada", key, ok); r.header.Get("Allow") != "GET, HEAD, POST" {
 		t.Errorf("405 without Allow: %v", r.header)
 	}
 	replay := request(t, "POST", url+"/transfers", "token-ada", key, `{"to":2,"amountKobo":1000000,"from":1}`)
@@ -448,5 +466,94 @@ func TestServeStopsWithAnUnusedConnectionOpen(t *testing.T) {
 	spare.SetReadDeadline(time.Now().Add(time.Second))
 	if n, err := spare.Read(make([]byte, 1)); err == nil {
 		t.Errorf("the unused connection got %d bytes instead of being closed", n)
+	}
+}
+
+// TestSendQuotedKeyAndLocation: bank send --quoted-key sends the draft's
+// form of the key, "…"; the real server makes the transfer, and the same
+// key sent bare, as the lesson sends it, is replayed. The 201's Location
+// answers the transfer to its owner and 404 to another user.
+func TestSendQuotedKeyAndLocation(t *testing.T) {
+	t.Parallel()
+	url := serveProcess(t)
+	state := filepath.Join(t.TempDir(), "draft.json")
+	out, err := command(t, pgtest.CacheDir(t), "send", "--quoted-key", "--server", url, "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "1000000").CombinedOutput()
+	m := regexp.MustCompile(`with Idempotency-Key "([0-9a-f-]{36})"\n`).FindSubmatch(out)
+	if err != nil || m == nil || !strings.Contains(string(out), "attempt 1: 201\n") {
+		t.Fatalf("bank send --quoted-key: %v\n%s", err, out)
+	}
+	twin := request(t, "POST", url+"/transfers", "token-ada", string(m[1]), ok)
+	if twin.status != 201 || twin.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the bare twin of %s: %d %v %s", m[1], twin.status, twin.header, twin.raw)
+	}
+	loc := twin.header.Get("Location")
+	if !regexp.MustCompile(`^/transfers/\d+$`).MatchString(loc) {
+		t.Fatalf("Location %q", loc)
+	}
+	mine := request(t, "GET", url+loc, "token-ada", "", "")
+	if mine.status != 200 || mine.body["transferId"] != twin.body["transferId"] || mine.body["amountKobo"] != 1e6 {
+		t.Fatalf("GET %s as its owner: %d %s (the receipt: %s)", loc, mine.status, mine.raw, twin.raw)
+	}
+	if theirs := request(t, "GET", url+loc, "token-bola", "", ""); theirs.status != 404 || theirs.body["error"] != "transfer_not_found" {
+		t.Fatalf("GET %s as another user: %d %s", loc, theirs.status, theirs.raw)
+	}
+	if balance(t, url) != 4_000_000 {
+		t.Fatalf("balance %v: money moved more than once", balance(t, url))
+	}
+}
+
+// TestServeDatabaseStopped: PostgreSQL stops under a running bank serve.
+// POST /transfers and /healthz answer 503 with Retry-After (the process
+// is live: /livez); nothing is stored under the key, so once PostgreSQL
+// is back, the same key makes the transfer, once, as a client that
+// retries a 503 (bank send, the lesson's rule) would.
+func TestServeDatabaseStopped(t *testing.T) {
+	t.Parallel()
+	cache := pgtest.CacheDir(t)
+	ctx := context.Background()
+	pg, err := pgserver.Start(ctx, pgserver.Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Stop() }) // after bank serve's own cleanup: it drops its database
+	url := serveProcessIn(t, cache, "--database-url", pg.URL("postgres"))
+	if r := request(t, "POST", url+"/transfers", "token-ada", "before-the-stop-0001", `{"from":1,"to":2,"amountKobo":100}`); r.status != 201 {
+		t.Fatalf("before the stop: %d %s", r.status, r.raw)
+	}
+	if err := pg.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	const key = "while-it-is-down-01"
+	for _, r := range []reply{
+		request(t, "POST", url+"/transfers", "token-ada", key, ok),
+		request(t, "POST", url+"/transfers", "token-ada", key, ok),
+		request(t, "GET", url+"/healthz", "", "", ""),
+	} {
+		if r.status != 503 || r.header.Get("Retry-After") == "" || r.body["error"] != "service_unavailable" || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("with PostgreSQL stopped: %d %v %s, want 503 service_unavailable with Retry-After", r.status, r.header, r.raw)
+		}
+	}
+	if r := request(t, "GET", url+"/livez", "", "", ""); r.status != 200 {
+		t.Errorf("/livez with PostgreSQL stopped: %d", r.status)
+	}
+	if err := pg.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The pool's connections died with PostgreSQL: the first requests may
+	// meet one and get 503 too, as a client retrying would.
+	var got reply
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if got = request(t, "POST", url+"/transfers", "token-ada", key, ok); got.status != 503 {
+			break
+		}
+	}
+	if got.status != 201 || got.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the same key once PostgreSQL is back: %d %v %s, want a new 201", got.status, got.header, got.raw)
+	}
+	if r := request(t, "GET", url+"/healthz", "", "", ""); r.status != 200 {
+		t.Errorf("/healthz once PostgreSQL is back: %d %s", r.status, r.raw)
+	}
+	if b := balance(t, url); b != 5_000_000-100-1_000_000 {
+		t.Fatalf("Ada's balance %v: the transfer must have happened once", b)
 	}
 }

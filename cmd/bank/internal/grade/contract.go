@@ -37,7 +37,14 @@ POST /transfers
     Authorization: Bearer token-ada | token-bola | token-chidi
                    (users 1, 2, 3; user N owns account N)
     Idempotency-Key: 16 to 64 letters, digits, - or _ (the grader's keys
-                   look like grade-plain-0000001), sent bare, unquoted
+                   look like grade-plain-0000001), sent bare, unquoted,
+                   as the lesson writes it; or quoted, as the IETF draft
+                   writes it ("grade-plain-0000001"), if your server
+                   refuses the bare form: before its first check the
+                   grader sends Bola's refused request (more than she
+                   has) with its key bare, and where that is a 400 and
+                   the same request quoted is not, every key of the run
+                   goes quoted. Either form passes.
     Content-Type: application/json
     Body: {"from":1,"to":2,"amountKobo":1000000}  (the same request may
           come again with its keys in another order, or other spacing)
@@ -67,10 +74,13 @@ POST /transfers
          same key makes the transfer
   - 401  no or unknown bearer token
   - 404  an account that does not exist or is not the user's
-  Error bodies: any JSON; the lesson's is {"error":"code","message":"…"},
-  and RFC 9457 problem details are fine too. The grader reads statuses,
-  the Idempotent-Replayed header and transferId, and compares a replayed
-  body with the first as JSON values (key order and spacing do not count).
+  Error bodies: any JSON. The lesson's is {"error":"code","message":"…"};
+  RFC 9457 problem details (application/problem+json, {"type","title",
+  "status","detail"}) are fine too, with the lesson's members (as bank
+  serve sends them) or without. The grader reads statuses, the
+  Idempotent-Replayed header and transferId, compares a replayed body with
+  the first as JSON values (key order and spacing do not count), and
+  quotes an error's code and message in its evidence, from either shape.
 
   What the checks require of where and how keys are kept:
   R  keys scoped to their user: (user, key), not key alone
@@ -89,6 +99,23 @@ POST /transfers
   R  a fencing token: completing a key checks, inside the transfer's
      transaction, that this request still holds the lock; a server that
      lost its lock to a takeover rolls its transfer back
+
+The standards, point by point (bank help standards has the lab's own
+table: what bank serve does, and where it departs on purpose):
+  R  the key in one of two forms: bare (the lesson's) or an RFC 8941
+     String (the IETF draft's, §2.1); the grader sends the one your
+     server takes
+  -  both forms taken as one key ("k" and k are the same request), and
+     two Idempotency-Key lines, or a value that is not one key, refused
+     with a 400 of its own (bank serve: idempotency_key_invalid)
+  -  every error body RFC 9457 problem details (any JSON is accepted)
+  R  a failure of the database (the outage check): a 5xx, never stored
+     under the key, so that the retry makes the transfer
+  -  a database that cannot be reached: 503 with Retry-After, and a
+     health check (bank serve: GET /healthz) that answers 503 too
+  -  a 201 with Location: /transfers/{id}, and GET /transfers/{id}: the
+     transfer to its owner, 404 to anyone else
+  r  GET /transfers?key=, below (the lookup check)
 
 GET /transfers?key=KEY   (r: the lookup check)
   200 {"key":"…","status":"completed"|"in_progress", …} for a key of the

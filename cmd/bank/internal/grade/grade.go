@@ -38,6 +38,8 @@ type Config struct {
 	NewDatabase func(ctx context.Context, label string) (url, serverURL string, drop func(), err error)
 
 	Progress io.Writer // a line as each check starts, or nil
+
+	keys *keyForm // how the server takes its keys, found by the run's first check
 }
 
 // Verdicts of a check.
@@ -89,6 +91,7 @@ func Names() []string {
 // with a *StartError; the results so far come with it.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	var rep Report
+	cfg.keys = &keyForm{}
 	for _, c := range Checks {
 		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, c.Name) {
 			continue
@@ -140,6 +143,11 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {
+			return res, err
+		}
+	}
+	if !cfg.keys.decided {
+		if err := t.catch(func(t *trial) { t.probeKeyForm() }); err != nil {
 			return res, err
 		}
 	}

@@ -29,7 +29,7 @@ func (r *run) send(ctx context.Context, i int, key, body, kind string) attempt {
 // sendWith is send through a given HTTP client.
 func (r *run) sendWith(ctx context.Context, hc *http.Client, i int, key, body, kind string) attempt {
 	rp := r.cfg.Replicas[i%len(r.cfg.Replicas)]
-	c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: hc, MaxAttempts: 1}
+	c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: hc, MaxAttempts: 1, QuotedKey: r.cfg.QuotedKeys}
 	a := attempt{Key: key, Replica: i % len(r.cfg.Replicas), Kind: kind}
 	start := time.Now()
 	res, err := c.Send(ctx, key, []byte(body))

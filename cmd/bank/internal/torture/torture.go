@@ -66,6 +66,9 @@ type Config struct {
 	// Bola's (Accounts is ignored), and intents settle by being sent again
 	// with their key rather than looked up.
 	Opaque bool
+	// QuotedKeys sends every key as the IETF draft writes it, "…" (bank
+	// grade, for a server that takes no bare key).
+	QuotedKeys bool
 }
 
 // AllFaults are the fault kinds a run can inject.
