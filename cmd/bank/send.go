@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
@@ -38,6 +39,7 @@ type sendFlags struct {
 	attempts             int
 	deadline, backoff    time.Duration
 	seed                 uint64
+	json                 bool
 }
 
 func (a *app) sendCommand() *cobra.Command {
@@ -79,6 +81,7 @@ unknown. The client and the draft: bank help send.`,
 	fl.DurationVar(&f.deadline, "deadline", 30*time.Second, "give up after this long")
 	fl.DurationVar(&f.backoff, "backoff", 50*time.Millisecond, "ceiling of the first backoff; it doubles each attempt, up to 5s")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for the backoff jitter (default: random)")
+	fl.BoolVar(&f.json, "json", false, `print one JSON object when it is over: {"key", "outcome": made, refused, not_sent or unknown, "attempts", "status", "body", "draft"}`)
 	fl.BoolVar(&f.quotedKey, "quoted-key", false, `send the key as the IETF draft writes it, quoted: Idempotency-Key: "…" (default: bare, as the lesson writes it)`)
 	return cmd
 }
@@ -199,6 +202,11 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.deadline)
 	defer cancel()
+	out := a.io.Out
+	if f.json {
+		out = io.Discard // the attempts go into the object instead
+	}
+	var attempts []map[string]any
 	c := &client.Client{
 		BaseURL:     d.Server,
 		Token:       d.Token,
@@ -219,21 +227,42 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 			if at.Retry {
 				next = fmt.Sprintf(", will retry in %s", at.Wait.Round(time.Millisecond))
 			}
-			fmt.Fprintf(a.io.Out, "attempt %d: %s%s\n", at.N, what, next)
+			fmt.Fprintf(out, "attempt %d: %s%s\n", at.N, what, next)
+			attempts = append(attempts, map[string]any{"attempt": at.N, "status": at.Status, "network": at.Network, "replayed": at.Replayed, "retry": at.Retry})
 		},
 	}
-	fmt.Fprintf(a.io.Out, "sending %s to %s with Idempotency-Key %s\n", d.Body, d.Server, client.KeyField(d.Key, f.quotedKey))
+	report := func(outcome string, res client.Result) {
+		if !f.json {
+			return
+		}
+		obj := map[string]any{"key": d.Key, "outcome": outcome, "attempts": attempts, "status": res.Status}
+		if json.Valid(res.Body) {
+			obj["body"] = json.RawMessage(res.Body)
+		}
+		if outcome == "not_sent" || outcome == "unknown" {
+			obj["draft"] = path
+		}
+		_ = json.NewEncoder(a.io.Out).Encode(obj)
+	}
+	fmt.Fprintf(out, "sending %s to %s with Idempotency-Key %s\n", d.Body, d.Server, client.KeyField(d.Key, f.quotedKey))
 	res, err := c.Send(ctx, d.Key, d.Body)
 	if errors.Is(err, client.ErrNotSent) {
+		report("not_sent", res)
 		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; once the server is up: bank send --resume\n", err, path)
 		return silentExit{exitEnv}
 	}
 	if err != nil {
+		report("unknown", res)
 		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; check with: bank status   or retry with: bank send --resume\n", err, path)
 		return silentExit{exitUnknown}
 	}
 	os.Remove(path) // a definitive answer: the intent is settled
-	fmt.Fprintf(a.io.Out, "server answered %d: %s\n", res.Status, res.Body)
+	fmt.Fprintf(out, "server answered %d: %s\n", res.Status, res.Body)
+	if res.Status/100 == 2 {
+		report("made", res)
+	} else {
+		report("refused", res)
+	}
 	if res.Status/100 != 2 {
 		return nof("the bank refused the transfer: %s", errorCode(res.Body))
 	}

@@ -296,6 +296,32 @@ func TestStatusAndKeysJSON(t *testing.T) {
 	}
 }
 
+// TestSendJSON: bank send --json prints one object when it is over: the
+// key, the outcome, every attempt and the server's answer.
+func TestSendJSON(t *testing.T) {
+	t.Parallel()
+	url := serveProcess(t, "--lose-responses", "1")
+	cache := pgtest.CacheDir(t)
+	out, err := command(t, cache, "send", "--json", "--server", url, "--state", filepath.Join(t.TempDir(), "d.json"), "--from", "1", "--to", "2", "--amount-kobo", "100", "--seed", "1").Output()
+	var got struct {
+		Key      string           `json:"key"`
+		Outcome  string           `json:"outcome"`
+		Status   int              `json:"status"`
+		Attempts []map[string]any `json:"attempts"`
+		Body     map[string]any   `json:"body"`
+	}
+	if err != nil || json.Unmarshal(out, &got) != nil || strings.Count(string(out), "\n") != 1 {
+		t.Fatalf("bank send --json: %v: %q", err, out)
+	}
+	if got.Outcome != "made" || got.Status != 201 || len(got.Attempts) != 2 || got.Attempts[1]["replayed"] != true || got.Body["transferId"] == nil || got.Key == "" {
+		t.Errorf("bank send --json: %+v", got)
+	}
+	out, err = command(t, cache, "send", "--json", "--server", "http://127.0.0.1:1", "--state", filepath.Join(t.TempDir(), "d.json"), "--from", "1", "--to", "2", "--amount-kobo", "100", "--attempts", "1").Output()
+	if exitOf(err) != exitEnv || !strings.Contains(string(out), `"outcome":"not_sent"`) {
+		t.Errorf("bank send --json to no server: exit %d, %q", exitOf(err), out)
+	}
+}
+
 // TestSendToNoServerIsNotSent: where no server listens, every attempt is
 // refused at the door: nothing left, so the transfer is said not sent
 // (not "unknown"), safe to send again, and its draft kept for --resume.
