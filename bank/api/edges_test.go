@@ -65,6 +65,15 @@ func TestLogCannotBeForged(t *testing.T) {
 	if !strings.Contains(line, "%0A") && !strings.Contains(line, "%0a") {
 		t.Fatalf("the path is not logged escaped: %q", line)
 	}
+	// What is printable stays readable: a key with an ellipsis is not
+	// turned into \u2026.
+	log.Reset()
+	req = httptest.NewRequest("GET", "/x", nil)
+	req.Header.Set("Idempotency-Key", "naïve-key-0000000001")
+	srv.ServeHTTP(httptest.NewRecorder(), req)
+	if line := log.String(); strings.Contains(line, `\u`) || !strings.Contains(line, "naïve") {
+		t.Errorf("printable text logged escaped: %q", line)
+	}
 }
 
 // TestTooLargeDeclaredBodyIsRefusedBeforeReading: with Expect:

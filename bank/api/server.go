@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 
@@ -500,8 +501,10 @@ var _ http.Handler = (*Server)(nil)
 // into the log.
 func logSafe(s string) string {
 	for _, r := range s {
-		if r < 0x20 || r >= 0x7f {
-			return strconv.QuoteToASCII(s)
+		if !unicode.IsGraphic(r) || r == '"' || r == '\\' {
+			// A control byte (or what could pass for one) could forge a
+			// line: quoted, with printable text kept as it is.
+			return strconv.QuoteToGraphic(s)
 		}
 	}
 	return s
