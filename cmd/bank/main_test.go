@@ -84,7 +84,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"scenario", "naive", "extra"}, `one scenario at a time: got "naive extra"`},
 		{[]string{"help", "nosuch"}, `no help for "nosuch"`},
 		{[]string{"help", "scenari"}, "(did you mean scenario?)"},
-		{[]string{"--versoin"}, "unknown flag: --versoin (see bank --help)"},
+		{[]string{"--versoin"}, "unknown flag: --versoin (did you mean --version?) (see bank --help)"},
 		{[]string{"scenario", "crsh"}, `unknown scenario "crsh" (did you mean crash?)`},
 		{[]string{"mistake", "no-fence"}, "(did you mean no-fencing?)"},
 		{[]string{"mistak", "all"}, `unknown command "mistak" (did you mean mistake?)`},
