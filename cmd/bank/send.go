@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,16 +18,6 @@ import (
 
 	"github.com/zudojs/bank/bank/client"
 )
-
-// draft is one transfer intent, saved before its first attempt so that a
-// client that crashes or is killed resumes with the same key.
-type draft struct {
-	Key     string          `json:"key"`
-	Server  string          `json:"server"`
-	Token   string          `json:"token"`
-	Body    json.RawMessage `json:"body"`
-	SavedAt time.Time       `json:"savedAt"`
-}
 
 type sendFlags struct {
 	server, token, state string
@@ -100,60 +89,6 @@ func (a *app) statePath(flag string) (string, error) {
 	return filepath.Join(home, ".local", "state", "bank", "draft.json"), nil
 }
 
-func loadDraft(path string) (*draft, error) {
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var d draft
-	if err := json.Unmarshal(raw, &d); err != nil || d.Key == "" {
-		return nil, envError("the draft file %s is damaged: look at it, then delete it", path)
-	}
-	// The body goes again as it went the first time: one line, not the
-	// file's indented copy.
-	var body bytes.Buffer
-	if json.Compact(&body, d.Body) == nil {
-		d.Body = body.Bytes()
-	}
-	return &d, nil
-}
-
-// saveDraft writes the draft atomically: a crash leaves the old file or the
-// new one, never half of one.
-func saveDraft(path string, d *draft) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	raw, _ := json.MarshalIndent(d, "", "  ")
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".draft-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(append(raw, '\n'))
-	if err == nil {
-		err = tmp.Sync() // on disk before its name says it is the draft
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	// The rename itself is on disk only once the directory is.
-	if dir, err := os.Open(filepath.Dir(path)); err == nil {
-		dir.Sync()
-		dir.Close()
-	}
-	return nil
-}
-
 func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	if f.attempts < 1 {
 		return usagef("--attempts must be at least 1")
@@ -165,11 +100,14 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	if err != nil {
 		return err
 	}
-	pending, err := loadDraft(path)
+	pending, err := client.LoadDraft(path)
+	if errors.Is(err, client.ErrDamagedDraft) {
+		return envError("%v", err)
+	}
 	if err != nil {
 		return err
 	}
-	var d *draft
+	var d *client.Draft
 	switch {
 	case f.resume && pending == nil:
 		return usagef("no pending transfer to resume in %s", path)
@@ -191,8 +129,8 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 			return usagef("missing %s: bank send --from 1 --to 2 --amount-kobo 1000000", strings.Join(slices.Sorted(slices.Values(missing)), ", "))
 		}
 		body, _ := json.Marshal(map[string]int64{"from": f.from, "to": f.to, "amountKobo": f.amount})
-		d = &draft{Key: client.NewKey(), Server: strings.TrimRight(f.server, "/"), Token: f.token, Body: body, SavedAt: time.Now().UTC()}
-		if err := saveDraft(path, d); err != nil {
+		d = &client.Draft{Key: client.NewKey(), Server: strings.TrimRight(f.server, "/"), Token: f.token, Body: body, SavedAt: time.Now().UTC()}
+		if err := d.Save(path); err != nil {
 			return fmt.Errorf("saving the draft before sending: %w", err)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -29,7 +30,10 @@ Without KEY, the pending draft's key, server and token are used.`,
 			if err != nil {
 				return err
 			}
-			d, err := loadDraft(path)
+			d, err := client.LoadDraft(path)
+			if errors.Is(err, client.ErrDamagedDraft) {
+				return envError("%v", err)
+			}
 			if err != nil {
 				return err
 			}
