@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/cmd/bank/internal/httpserve"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/wrong"
 )
@@ -181,78 +181,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	return a.serveUntilDone(ctx, hs, ln, a.banner)
 }
 
-// serveUntilDone announces a server (a machine-readable ready line for
-// the lab that started this process, else banner for a person), serves
-// until Ctrl-C, then stops accepting and lets requests in flight finish,
-// for ten seconds at most.
-func (a *app) serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener, banner func(base string)) error {
-	base := "http://" + ln.Addr().String()
-	if a.getenv(procs.ReadyEnv) != "" {
-		fmt.Fprintln(a.io.Out, "ready "+base)
-	} else {
-		banner(base)
-	}
-	unused := trackUnused(hs)
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-	}
-	fmt.Fprintln(a.io.Err, "bank: stopping: finishing requests in flight")
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	stopped := make(chan error, 1)
-	go func() { stopped <- hs.Shutdown(shutdown) }()
-	// Shutdown waits up to 5 s for a connection that never sent a request
-	// (a browser opens spare ones ahead): close those as they are seen.
-	for tick := time.NewTicker(20 * time.Millisecond); ; unused.close() {
-		select {
-		case err := <-stopped:
-			tick.Stop()
-			if err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("shutting down: %w", err)
-			}
-			return nil
-		case <-tick.C:
-		}
-	}
-}
-
-// unusedConns are a server's connections that have not sent a request yet.
-type unusedConns struct {
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-}
-
-func trackUnused(hs *http.Server) *unusedConns {
-	u := &unusedConns{conns: map[net.Conn]bool{}}
-	prev := hs.ConnState
-	hs.ConnState = func(c net.Conn, st http.ConnState) {
-		u.mu.Lock()
-		if st == http.StateNew {
-			u.conns[c] = true
-		} else {
-			delete(u.conns, c)
-		}
-		u.mu.Unlock()
-		if prev != nil {
-			prev(c, st)
-		}
-	}
-	return u
-}
-
 // close closes the connections still unused: no request of theirs has
 // been read, so none is cut off.
-func (u *unusedConns) close() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for c := range u.conns {
-		c.Close()
-	}
-}
 
 // prepareInPlace checks that the database to serve is a bank and gives
 // it the key store if it has none (a database made by bank grade has only
@@ -319,4 +249,10 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// serveUntilDone serves until ctx is done, then stops as serve and lab do
+// (see httpserve.Run); under a test harness it says "ready ADDRESS".
+func (a *app) serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener, banner func(base string)) error {
+	return httpserve.Run(ctx, hs, ln, a.getenv(procs.ReadyEnv) != "", banner, a.io.Out, a.io.Err)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -142,7 +141,7 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	if f.json {
 		json.NewEncoder(a.io.Out).Encode(rep)
 	} else {
-		a.printTorture(rep)
+		rep.Print(a.io.Out)
 	}
 	switch rep.Verdict {
 	case "valid":
@@ -153,45 +152,4 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 		return silentExit{exitUnknown}
 	}
 	return fmt.Errorf("torture gave the verdict %q, which is none of valid, invalid and unknown", rep.Verdict)
-}
-
-func (a *app) printTorture(rep torture.Report) {
-	w := a.io.Out
-	fmt.Fprintf(w, "seed %d, %d intents\n\nfaults injected:\n", rep.Seed, rep.Intents)
-	for _, k := range sortedKeys(rep.Faults) {
-		fmt.Fprintf(w, "  %-42s %d\n", k, rep.Faults[k])
-	}
-	fmt.Fprintln(w, "\nchecks passed:")
-	checks := map[string]int64{}
-	for k, v := range rep.Checks {
-		checks[k] = int64(v)
-	}
-	for _, k := range sortedKeys(checks) {
-		fmt.Fprintf(w, "  %-42s %d\n", k, checks[k])
-	}
-	fmt.Fprintf(w, "\nlatency p50 %.1f ms, p99 %.1f ms; every intent settled %.1f s after the last fault\n", rep.P50, rep.P99, float64(rep.ResolveMs)/1000)
-	if len(rep.Violations) > 0 {
-		fmt.Fprintf(w, "\nviolations (%d):\n", len(rep.Violations))
-		for i, v := range rep.Violations {
-			if i == 20 {
-				fmt.Fprintf(w, "  ... and %d more\n", len(rep.Violations)-20)
-				break
-			}
-			fmt.Fprintln(w, "  "+v)
-		}
-		fmt.Fprintf(w, "offending keys: %d\n", len(rep.Offending))
-	}
-	if len(rep.Missing) > 0 {
-		fmt.Fprintf(w, "\nfault kinds asked for that never happened: %s\n", strings.Join(rep.Missing, ", "))
-	}
-	fmt.Fprintf(w, "\nverdict: %s\n", rep.Verdict)
-}
-
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
