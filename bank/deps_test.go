@@ -93,6 +93,7 @@ func TestDependencyRules(t *testing.T) {
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
 		"dist": {[]string{"bank/procs"},
 			"dist builds the release archives and npm packages, running go, git and npm through procs"},
+		"outfile": {nil, "writing a file safely needs nothing of ours"},
 		"program": {[]string{"bank/procs"},
 			"program runs the learner's program through procs, and knows nothing of exercises"},
 		"quiz": {[]string{"scenarios/practice", "bank/pgserver", "bank/pgserver/pgtest"},
