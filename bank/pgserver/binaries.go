@@ -254,17 +254,7 @@ var (
 // PATH first, then the usual places of Debian, Red Hat, Homebrew and
 // Postgres.app.
 func installedBinaries() (Binaries, bool) {
-	var candidates []string
-	var bindir strings.Builder
-	pgConfig := procs.Spec{Path: "pg_config", Args: []string{"--bindir"}, Stdout: &bindir}
-	if pgConfig.Run(context.Background()) == nil {
-		candidates = append(candidates, strings.TrimSpace(bindir.String()))
-	}
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			candidates = append(candidates, filepath.Dir(real))
-		}
-	}
+	candidates := onPath()
 	for _, pattern := range installPatterns {
 		candidates = append(candidates, newestFirst(pattern)...)
 	}
@@ -283,6 +273,33 @@ func installedBinaries() (Binaries, bool) {
 		return b, true
 	}
 	return Binaries{}, false
+}
+
+// onPath is the installations PATH names, in PATH's order: a directory
+// with pg_ctl is one (its real directory, through links), and one with
+// only pg_config is the one pg_config names. So a pg_ctl first on PATH
+// wins over a pg_config further on, and the other way round.
+func onPath() []string {
+	var dirs []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			continue
+		}
+		if p, err := exec.LookPath(filepath.Join(dir, "pg_ctl")); err == nil {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				dirs = append(dirs, filepath.Dir(real))
+			}
+			continue
+		}
+		if p, err := exec.LookPath(filepath.Join(dir, "pg_config")); err == nil {
+			var bindir strings.Builder
+			pgConfig := procs.Spec{Path: p, Args: []string{"--bindir"}, Stdout: &bindir}
+			if pgConfig.Run(context.Background()) == nil {
+				dirs = append(dirs, strings.TrimSpace(bindir.String()))
+			}
+		}
+	}
+	return dirs
 }
 
 // newestFirst expands a glob whose * is a version number, newest first.
