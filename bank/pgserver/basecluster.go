@@ -111,7 +111,11 @@ func syncTree(dir string) error {
 		if !d.IsDir() && !d.Type().IsRegular() {
 			return nil
 		}
-		f, err := os.Open(path)
+		flag := os.O_RDONLY
+		if runtime.GOOS == "windows" && !d.IsDir() {
+			flag = os.O_RDWR // FlushFileBuffers needs a handle that may write
+		}
+		f, err := os.OpenFile(path, flag, 0)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ type Binaries struct {
 const DownloadMajor = 17
 
 // ErrNoBinaries means no PostgreSQL could be found or fetched.
-var ErrNoBinaries = errors.New("no PostgreSQL found: install PostgreSQL (e.g. apt install postgresql, brew install postgresql), pass --pg-binaries DIR, or use --database-url URL")
+var ErrNoBinaries = errors.New("no PostgreSQL found: install PostgreSQL (" + installAdvice + "), pass --pg-binaries DIR, or use --database-url URL")
 
 func (b Binaries) bin(name string) string {
 	if runtime.GOOS == "windows" {
@@ -228,11 +228,11 @@ func installedKey() string {
 	}
 	for _, pattern := range installPatterns {
 		for _, dir := range newestFirst(pattern) {
-			stat(filepath.Join(dir, "pg_ctl"))
+			stat(filepath.Join(dir, "pg_ctl"+exeSuffix))
 		}
 	}
 	for _, dir := range installDirs {
-		stat(filepath.Join(dir, "pg_ctl"))
+		stat(filepath.Join(dir, "pg_ctl"+exeSuffix))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }

@@ -105,7 +105,11 @@ func (s *Server) launch(ctx context.Context) error {
 }
 
 // waitReady connects every 2 ms until the server answers, the
-// process exits, or 30 seconds pass.
+// process exits, or 30 seconds pass. On Windows every connection costs
+// the server a new process (and a slow one under load, above all under
+// wine): there it waits for the pid file to say "ready" before it
+// connects, so that a storm of refused connections cannot starve the
+// crash recovery it waits for, and gives a connection 10 s, not 1 s.
 func (s *Server) waitReady(ctx context.Context) error {
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
@@ -120,6 +124,9 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-deadline.C:
 			return s.startFailed()
 		case <-tick.C:
+			if runtime.GOOS == "windows" && !s.saysReady() {
+				continue
+			}
 			if s.ping(ctx) == nil {
 				return nil
 			}
@@ -127,8 +134,24 @@ func (s *Server) waitReady(ctx context.Context) error {
 	}
 }
 
+// saysReady reports whether the postmaster's pid file says it accepts
+// connections: its eighth line is "ready" (PM_STATUS_READY, PostgreSQL
+// 10 and later) once recovery is over.
+func (s *Server) saysReady() bool {
+	raw, err := os.ReadFile(filepath.Join(s.slot.data, "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(string(raw), "\n")
+	return len(lines) > 7 && strings.TrimSpace(lines[7]) == "ready"
+}
+
 func (s *Server) ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	timeout := time.Second
+	if runtime.GOOS == "windows" {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := pgconn.Connect(ctx, s.URL("postgres"))
 	if err != nil {

@@ -38,7 +38,7 @@ func otherUser(t *testing.T) (uid, gid int) {
 func TestOtherUsersCannotConnect(t *testing.T) {
 	t.Parallel()
 	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
-	host := strings.TrimPrefix(strings.Fields(strings.TrimPrefix(s.Psql("postgres"), "psql '"))[0], "host=")
+	host := strings.TrimPrefix(strings.Fields(strings.TrimPrefix(s.Psql("postgres")[0].Line, "psql '"))[0], "host=")
 	info, err := os.Lstat(host)
 	if err != nil {
 		t.Fatal(err)

@@ -263,14 +263,32 @@ func (s *Server) TCPURL(db string) string {
 	return u.String()
 }
 
-// Psql is a command that opens database db in psql, for the learner to
+// Psql is the command that opens database db in psql, for the learner to
 // type; it shows no secret. Over TCP the password is read from a 0600
-// file that only the learner can read.
-func (s *Server) Psql(db string) string {
+// file that only the learner can read, named in PGPASSFILE: on Windows
+// there are two commands, one for cmd.exe and one for PowerShell, which
+// set a variable each its own way (cmd.exe's set VAR=x && keeps the
+// space before && in the value; PowerShell has no set VAR=x).
+func (s *Server) Psql(db string) []ShellCommand {
 	if runtime.GOOS != "windows" {
-		return fmt.Sprintf("psql 'host=%s port=%d user=%s dbname=%s'", s.slot.dir, s.port, superuser, db)
+		return []ShellCommand{{Line: fmt.Sprintf("psql 'host=%s port=%d user=%s dbname=%s'", s.slot.dir, s.port, superuser, db)}}
 	}
-	return fmt.Sprintf(`set PGPASSFILE=%s && psql -h 127.0.0.1 -p %d -U %s %s`, s.passFile(), s.port, superuser, db)
+	return windowsPsql(s.passFile(), s.port, db)
+}
+
+// ShellCommand is a command line to type, and the shell it is written
+// for ("" where one line does for every shell of the platform).
+type ShellCommand struct{ Shell, Line string }
+
+// windowsPsql is Psql's two commands on Windows. In cmd.exe, set "VAR=x"
+// takes exactly what is between its quotes; in PowerShell a single-quoted
+// string takes everything literally, a quote doubled.
+func windowsPsql(passFile string, port int, db string) []ShellCommand {
+	psql := fmt.Sprintf("psql -h 127.0.0.1 -p %d -U %s %s", port, superuser, db)
+	return []ShellCommand{
+		{Shell: "cmd.exe", Line: fmt.Sprintf(`set "PGPASSFILE=%s" && %s`, passFile, psql)},
+		{Shell: "PowerShell", Line: fmt.Sprintf(`$env:PGPASSFILE = '%s'; %s`, strings.ReplaceAll(passFile, "'", "''"), psql)},
+	}
 }
 
 // Describe says, for -v, where PostgreSQL comes from, which account runs

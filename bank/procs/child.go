@@ -23,6 +23,7 @@ type Child struct {
 
 // start starts cmd, contained as the spec says.
 func (s *Spec) start(cmd *exec.Cmd) (*Child, error) {
+	defer closeToken(cmd) // the child has its own copy, if it started
 	c := &Child{cmd: cmd, grace: s.StopGrace, done: make(chan struct{})}
 	if c.grace <= 0 {
 		c.grace = 15 * time.Second

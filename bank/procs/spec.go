@@ -46,6 +46,12 @@ type Spec struct {
 	// Account, if set, is the account the child runs as (bank runs
 	// PostgreSQL as one when it is root). Unix only.
 	Account *Account
+	// Restricted runs the child, on Windows, with a restricted copy of
+	// the lab's token: the Administrators and Power Users groups disabled
+	// and the privileges removed, as pg_ctl starts PostgreSQL, which
+	// refuses administrative permissions. Ignored elsewhere (Account is
+	// how Unix drops root).
+	Restricted bool
 	// ExtraFiles are open files the child inherits, from descriptor 3 on
 	// (not with Group, whose descriptor 3 is its own).
 	ExtraFiles []*os.File
@@ -171,6 +177,11 @@ func (s *Spec) command(ctx context.Context) (*exec.Cmd, error) {
 	cmd.ExtraFiles = s.ExtraFiles
 	if err := runAs(cmd, s.Account); err != nil {
 		return nil, err
+	}
+	if s.Restricted {
+		if err := restrict(cmd); err != nil {
+			return nil, err
+		}
 	}
 	if s.Output == nil {
 		s.Output = &Tail{}

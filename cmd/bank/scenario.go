@@ -283,7 +283,17 @@ func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Dat
 		fmt.Fprintf(a.io.Err, "bank: kept database %s on the server --database-url names\n", kept.Name)
 		return
 	}
-	fmt.Fprintf(a.io.Err, "bank: kept database %s; look at it with\n  %s\n", kept.Name, db.server.Psql(kept.Name))
+	// One command on Unix; on Windows one for cmd.exe, then one for PowerShell.
+	fmt.Fprintf(a.io.Err, "bank: kept database %s; look at it", kept.Name)
+	for i, c := range db.server.Psql(kept.Name) {
+		if i > 0 {
+			fmt.Fprint(a.io.Err, "or")
+		}
+		if c.Shell != "" {
+			fmt.Fprintf(a.io.Err, " in %s", c.Shell)
+		}
+		fmt.Fprintf(a.io.Err, " with\n  %s\n", c.Line)
+	}
 	fmt.Fprintln(a.io.Err, "bank: the private PostgreSQL stays up until you press Ctrl-C")
 	<-ctx.Done()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
@@ -49,5 +50,31 @@ func TestTortureCatchesEachMistake(t *testing.T) {
 				t.Fatalf("exit %d, verdict %q, offending %v: %s", code, rep.Verdict, rep.Offending, out)
 			}
 		})
+	}
+}
+
+// TestTortureReportSaysWhatWasLeftOut: a fault kind the platform cannot
+// inject (the pause, on Windows) is named in the report with the reason;
+// where nothing was left out (Linux, macOS) the report is as it was.
+func TestTortureReportSaysWhatWasLeftOut(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	rep := torture.Report{Seed: 1, Intents: 10, Faults: map[string]int64{"duplicate": 3}, Checks: map[string]int{"every intent resolved": 10}, Verdict: "valid"}
+	rep.Print(&out)
+	if strings.Contains(out.String(), "left out") {
+		t.Errorf("nothing was left out, yet:\n%s", out.String())
+	}
+	out.Reset()
+	rep.LeftOut = map[string]string{"replica-pause": "pausing a process needs SIGSTOP, which Windows does not have"}
+	rep.Print(&out)
+	want := `
+fault kinds left out, which this platform cannot inject:
+  replica-pause: pausing a process needs SIGSTOP, which Windows does not have
+  (so neither the takeover nor the fencing rejection a pause brings is required)
+
+checks passed:
+`
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the report does not say what was left out:\n%s", out.String())
 	}
 }

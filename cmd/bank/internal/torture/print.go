@@ -3,6 +3,8 @@ package torture
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -13,6 +15,15 @@ func (rep Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "seed %d, %d intents\n\nfaults injected:\n", rep.Seed, rep.Intents)
 	for _, k := range sortedKeys(rep.Faults) {
 		fmt.Fprintf(w, "  %-42s %d\n", k, rep.Faults[k])
+	}
+	if len(rep.LeftOut) > 0 {
+		fmt.Fprintln(w, "\nfault kinds left out, which this platform cannot inject:")
+		for _, k := range slices.Sorted(maps.Keys(rep.LeftOut)) {
+			fmt.Fprintf(w, "  %s: %s\n", k, rep.LeftOut[k])
+		}
+		if _, ok := rep.LeftOut["replica-pause"]; ok {
+			fmt.Fprintln(w, "  (so neither the takeover nor the fencing rejection a pause brings is required)")
+		}
 	}
 	fmt.Fprintln(w, "\nchecks passed:")
 	checks := map[string]int64{}

@@ -15,6 +15,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -47,7 +48,7 @@ type Config struct {
 	Replicas []Replica
 	DB       *pgxpool.Pool
 	CrashDB  func() error  // immediate stop and restart of PostgreSQL; nil when not ours
-	Faults   []string      // the fault kinds asked for
+	Faults   []string      // the fault kinds asked for (those the platform cannot inject are left out, and the report says why)
 	History  io.Writer     // every operation as JSON lines, or nil
 	Mistake  string        // the replicas' --break mode, if any
 	Duration time.Duration // stop handing out new intents after this long; 0 means no bound
@@ -113,6 +114,10 @@ type Report struct {
 	ResolveMs  int64            `json:"resolveAfterFaultsMs"`
 	P50        float64          `json:"p50Ms"`
 	P99        float64          `json:"p99Ms"`
+	// LeftOut are the fault kinds asked for that this platform cannot
+	// inject, each with the reason (a pause, on Windows): not asked of the
+	// run, so neither they nor what they bring about are required.
+	LeftOut map[string]string `json:"faultsLeftOut,omitempty"`
 }
 
 type run struct {
@@ -178,6 +183,8 @@ func (r *run) live() func() {
 // Run injects faults while the clients work, lets every intent resolve,
 // then checks.
 func Run(ctx context.Context, cfg Config) (Report, error) {
+	var leftOut map[string]string
+	cfg.Faults, leftOut = forPlatform(cfg.Faults, runtime.GOOS)
 	r := &run{cfg: cfg, faults: map[string]*atomic.Int64{}, start: time.Now(),
 		http: &http.Client{Timeout: cfg.LockTTL / 2, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	for _, f := range AllFaults {
@@ -283,6 +290,7 @@ dispatch:
 	}
 	resolved := time.Since(lastFault)
 	rep := r.check(ctx, opening)
+	rep.LeftOut = leftOut
 	rep.ResolveMs = resolved.Milliseconds()
 	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
 	if n := len(r.lat); n > 0 {
