@@ -13,6 +13,7 @@ import (
 
 	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/bench"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 )
 
 // minRound is the shortest round bench accepts. A round shorter than a
@@ -47,13 +48,13 @@ measured on the development machine: bank help bench.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case cfg.Clients < 1:
-				return usagef("--clients must be at least 1")
+				return exitcode.Usagef("--clients must be at least 1")
 			case cfg.Rounds < 1:
-				return usagef("--rounds must be at least 1")
+				return exitcode.Usagef("--rounds must be at least 1")
 			case cfg.Duration < time.Duration(cfg.Rounds)*minRound:
-				return usagef("--duration must give each of the %d rounds at least %s; use --duration %s or more, or fewer --rounds", cfg.Rounds, minRound, time.Duration(cfg.Rounds)*minRound)
+				return exitcode.Usagef("--duration must give each of the %d rounds at least %s; use --duration %s or more, or fewer --rounds", cfg.Rounds, minRound, time.Duration(cfg.Rounds)*minRound)
 			case cfg.Accounts < 2:
-				return usagef("--accounts must be at least 2")
+				return exitcode.Usagef("--accounts must be at least 2")
 			}
 			return a.bench(cmd.Context(), cfg, asJSON)
 		},
@@ -99,7 +100,7 @@ func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
 		rep.Print(a.io.Out)
 	}
 	if !rep.Holds {
-		return nof("an invariant broke under load: %s", strings.Join(rep.Checks, "; "))
+		return exitcode.Nof("an invariant broke under load: %s", strings.Join(rep.Checks, "; "))
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/program"
 	"github.com/zudojs/bank/scenarios/practice"
 )
@@ -48,25 +50,25 @@ or your program could not be started. More: bank help exercise.`,
   bank exercise cleanup --sql cleanup.sql
   bank exercise should-retry -- python3 should_retry.py
   bank exercise ship --hint`,
-		ValidArgsFunction: completeNames("exercise", exerciseEntries()),
+		ValidArgsFunction: names.Complete("exercise", exerciseEntries()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
-			names, program := args, []string(nil)
+			named, program := args, []string(nil)
 			if dash >= 0 {
-				names, program = args[:dash], args[dash:]
+				named, program = args[:dash], args[dash:]
 			}
-			if len(names) == 1 && names[0] == "list" && program == nil {
+			if len(named) == 1 && named[0] == "list" && program == nil {
 				for _, e := range practice.Exercises {
 					row(a.io.Out, fmt.Sprintf("%-13s ", e.Name), e.Summary)
 				}
 				return nil
 			}
-			if len(names) != 1 {
-				return usagef("name one exercise: %s (or list)", strings.Join(practice.ExerciseNames(), ", "))
+			if len(named) != 1 {
+				return exitcode.Usagef("name one exercise: %s (or list)", strings.Join(practice.ExerciseNames(), ", "))
 			}
-			ex, ok := practice.LookupExercise(names[0])
+			ex, ok := practice.LookupExercise(named[0])
 			if !ok {
-				return usagef("unknown exercise %q%s; choose one of %s", names[0], didYouMean(names[0], practice.ExerciseNames()), strings.Join(practice.ExerciseNames(), ", "))
+				return exitcode.Usagef("unknown exercise %q%s; choose one of %s", named[0], names.DidYouMean(named[0], practice.ExerciseNames()), strings.Join(practice.ExerciseNames(), ", "))
 			}
 			switch {
 			case f.hint:
@@ -74,9 +76,9 @@ or your program could not be started. More: bank help exercise.`,
 			case f.solution:
 				return a.showSolution(cmd.Context(), ex)
 			case f.sql != "" && program != nil:
-				return usagef("give either --sql FILE or -- CMD, not both")
+				return exitcode.Usagef("give either --sql FILE or -- CMD, not both")
 			case f.sql != "" && !ex.IsSQL():
-				return usagef("%s is not a SQL exercise: run your program with -- CMD", ex.Name)
+				return exitcode.Usagef("%s is not a SQL exercise: run your program with -- CMD", ex.Name)
 			case f.sql == "" && len(program) == 0:
 				a.showTask(ex)
 				return nil
@@ -90,8 +92,8 @@ or your program could not be started. More: bank help exercise.`,
 	return cmd
 }
 
-func exerciseEntries() []entry {
-	return entriesOf(practice.Exercises, func(x *practice.Exercise) entry { return entry{x.Name, x.Summary} })
+func exerciseEntries() []names.Entry {
+	return names.EntriesOf(practice.Exercises, func(x *practice.Exercise) names.Entry { return names.Entry{Name: x.Name, Summary: x.Summary} })
 }
 
 func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile string, argv []string) error {
@@ -100,7 +102,7 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 	if sqlFile != "" {
 		var err error
 		if stmt, err = os.ReadFile(sqlFile); err != nil {
-			return usagef("--sql: %v", err)
+			return exitcode.Usagef("--sql: %v", err)
 		}
 		mode, who = practice.SQLMode, "your statement: "+sqlFile
 	}
@@ -131,7 +133,7 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 			return practice.Ran{}, err
 		}
 		if run.TooMuch {
-			return practice.Ran{}, nof("your program printed more than %s; it was stopped", program.SizeOf(program.OutputLimit))
+			return practice.Ran{}, exitcode.Nof("your program printed more than %s; it was stopped", program.SizeOf(program.OutputLimit))
 		}
 		return practice.Ran{Printed: run.Stdout, Failed: failedFinding(run)}, nil
 	})
@@ -155,7 +157,7 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 		return nil
 	}
 	fmt.Fprintf(w, "\nnot yet. A hint: bank exercise %s --hint\n", ex.Name)
-	return silentExit{exitNo}
+	return exitcode.Silent{Code: exitcode.No}
 }
 
 func printFindings(w io.Writer, attempt practice.Attempt, color bool) {
@@ -201,7 +203,7 @@ func (a *app) showSolution(ctx context.Context, ex *practice.Exercise) error {
 	fmt.Fprintf(w, "run by the lab on the database a program gets, it printed:\n%s\n\nchecked as yours is:\n", indent(strings.TrimRight(printed, "\n")))
 	printFindings(w, attempt, color)
 	if !attempt.Passed() {
-		return silentExit{exitNo}
+		return exitcode.Silent{Code: exitcode.No}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -116,36 +117,36 @@ func TestExercises(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"ship, right", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship.sh", shipRight)}, exitOK, []string{"passed: every check holds"}},
-		{"ship, right in its own words", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship-own.sh", shipOwnWords)}, exitOK,
+		{"ship, right", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship.sh", shipRight)}, exitcode.OK, []string{"passed: every check holds"}},
+		{"ship, right in its own words", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship-own.sh", shipOwnWords)}, exitcode.OK,
 			[]string{`ok       line 2 (order 1 again) succeeds and says it was already shipped: printed "ok, already shipped"`, "passed"}},
-		{"ship, an error on the second call", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship2.sh", shipErrsTwice)}, exitNo,
+		{"ship, an error on the second call", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship2.sh", shipErrsTwice)}, exitcode.No,
 			[]string{`NOT YET  line 2 (order 1 again) succeeds and says it was already shipped: printed "error: order is shipped": the second call must still succeed`, "ok       order 1 is 'shipped'"}},
-		{"ship, a cancelled order shipped", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship3.sh", shipAnything)}, exitNo,
+		{"ship, a cancelled order shipped", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship3.sh", shipAnything)}, exitcode.No,
 			[]string{"NOT YET  order 2 is still 'cancelled': the database shows order 2 'shipped': only a paid order may be shipped",
 				`NOT YET  line 3 (order 2) is an error saying it is cancelled: printed "shipped": a cancelled order must give an error`}},
-		{"ship, the right words and no work", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship4.sh", shipLies)}, exitNo,
+		{"ship, the right words and no work", []string{"exercise", "ship", "--", "sh", learnerFile(t, "ship4.sh", shipLies)}, exitcode.No,
 			[]string{`NOT YET  line 1 (order 1) says it shipped: printed "shipped", but the database shows order 1 'paid'`,
 				"NOT YET  order 1 is 'shipped': the database shows order 1 'paid'"}},
-		{"cleanup, right", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c.sql", lessonDelete)}, exitOK, []string{"passed"}},
-		{"cleanup, deletes a key with a valid lock", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c2.sql", "DELETE FROM idempotency_keys WHERE created_at < $1 RETURNING key")}, exitNo,
+		{"cleanup, right", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c.sql", lessonDelete)}, exitcode.OK, []string{"passed"}},
+		{"cleanup, deletes a key with a valid lock", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c2.sql", "DELETE FROM idempotency_keys WHERE created_at < $1 RETURNING key")}, exitcode.No,
 			[]string{"NOT YET  old-locked (in progress, two days old, its lock still valid) is kept: your clean-up deleted it",
 				"ok       the deleted: line names the keys the database shows deleted"}},
-		{"cleanup, ignores the age", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c3.sql", "DELETE FROM idempotency_keys WHERE $1::timestamptz IS NOT NULL AND (status = 'completed' OR locked_until < $2) RETURNING key")}, exitNo,
+		{"cleanup, ignores the age", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c3.sql", "DELETE FROM idempotency_keys WHERE $1::timestamptz IS NOT NULL AND (status = 'completed' OR locked_until < $2) RETURNING key")}, exitcode.No,
 			[]string{"NOT YET  new-completed (completed an hour ago) is kept: your clean-up deleted it"}},
-		{"cleanup, a statement that does not run", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c4.sql", "DELETE FROM idempotency_keys WHERE created_at < $1 AND RETURNING key")}, exitNo,
+		{"cleanup, a statement that does not run", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c4.sql", "DELETE FROM idempotency_keys WHERE created_at < $1 AND RETURNING key")}, exitcode.No,
 			[]string{"NOT YET  your statement runs: ERROR: syntax error"}},
-		{"cleanup, a statement without RETURNING", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c5.sql", strings.TrimSuffix(lessonDelete, " RETURNING key"))}, exitNo,
+		{"cleanup, a statement without RETURNING", []string{"exercise", "cleanup", "--sql", learnerFile(t, "c5.sql", strings.TrimSuffix(lessonDelete, " RETURNING key"))}, exitcode.No,
 			[]string{"NOT YET  the deleted: line names the keys the database shows deleted: the database shows old-completed and old-stuck deleted, but your statement returned no key: end it with RETURNING key",
 				"ok       old-completed (completed, two days old) is deleted: the database shows it deleted"}},
-		{"cleanup, a program that prints no RETURNING rows", []string{"exercise", "cleanup", "--", "sh", learnerFile(t, "c6.sh", cleanupNoReturning)}, exitNo,
+		{"cleanup, a program that prints no RETURNING rows", []string{"exercise", "cleanup", "--", "sh", learnerFile(t, "c6.sh", cleanupNoReturning)}, exitcode.No,
 			[]string{`NOT YET  the deleted: line names the keys the database shows deleted: the database shows old-completed and old-stuck deleted, but your program printed "deleted: []": print the keys your DELETE returned (RETURNING key)`,
 				"ok       the kept: line", "ok       old-completed (completed, two days old) is deleted", "ok       old-locked"}},
-		{"a program that fails shows its error whole", []string{"exercise", "cleanup", "--", "sh", learnerFile(t, "crash.sh", crashes)}, exitNo,
+		{"a program that fails shows its error whole", []string{"exercise", "cleanup", "--", "sh", learnerFile(t, "crash.sh", crashes)}, exitcode.No,
 			[]string{"NOT YET  your program runs to the end: it exited with status 3", "your program's standard error, the last 40 lines:\n  stack line 12\n",
 				"  stack line 50\n  error: duplicate key value violates unique constraint\n", "that is: a key your program inserts is there already"}},
-		{"should-retry, right", []string{"exercise", "should-retry", "--", "sh", learnerFile(t, "r.sh", retryRight)}, exitOK, []string{"passed"}},
-		{"should-retry, retries 422", []string{"exercise", "should-retry", "--", "sh", learnerFile(t, "r2.sh", retry422)}, exitNo,
+		{"should-retry, right", []string{"exercise", "should-retry", "--", "sh", learnerFile(t, "r.sh", retryRight)}, exitcode.OK, []string{"passed"}},
+		{"should-retry, retries 422", []string{"exercise", "should-retry", "--", "sh", learnerFile(t, "r2.sh", retry422)}, exitcode.No,
 			[]string{`NOT YET  line 5 (422) says false: printed "422 true": 422 means the bank refused the request itself (too little money, a frozen account, or a key already used for another request): the same request fails the same way every time`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -221,10 +222,10 @@ func TestExerciseUsageAndEnvironment(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"exercise", "shipp"}, exitUsage, `unknown exercise "shipp" (did you mean ship?)`},
-		{[]string{"exercise", "ship", "--sql", "x.sql"}, exitUsage, "ship is not a SQL exercise"},
-		{[]string{"exercise", "cleanup", "--sql", "/nonexistent.sql"}, exitUsage, "--sql: open /nonexistent.sql"},
-		{[]string{"exercise", "ship", "--", "/nonexistent/program"}, exitEnv, "cannot run /nonexistent/program"},
+		{[]string{"exercise", "shipp"}, exitcode.Usage, `unknown exercise "shipp" (did you mean ship?)`},
+		{[]string{"exercise", "ship", "--sql", "x.sql"}, exitcode.Usage, "ship is not a SQL exercise"},
+		{[]string{"exercise", "cleanup", "--sql", "/nonexistent.sql"}, exitcode.Usage, "--sql: open /nonexistent.sql"},
+		{[]string{"exercise", "ship", "--", "/nonexistent/program"}, exitcode.Env, "cannot run /nonexistent/program"},
 	} {
 		r := cli(t, nil, c.args...)
 		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
@@ -240,7 +241,7 @@ func TestExerciseUsageAndEnvironment(t *testing.T) {
 func TestExerciseOutputIsBounded(t *testing.T) {
 	t.Parallel()
 	r := cli(t, nil, "exercise", "ship", "--", "sh", "-c", "yes")
-	if r.code != exitNo || !strings.Contains(r.stderr, "your program printed more than 1 MiB; it was stopped") {
+	if r.code != exitcode.No || !strings.Contains(r.stderr, "your program printed more than 1 MiB; it was stopped") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	oneLine(t, r)
@@ -350,7 +351,7 @@ func checkPorted(t *testing.T, runner, dir string, cases []portedCase) {
 		t.Run(c.file, func(t *testing.T) {
 			t.Parallel()
 			r := cli(t, nil, "exercise", c.exercise, "--", runner, filepath.Join(dir, c.file))
-			if c.pass != (r.code == exitOK) || !c.pass && r.code != exitNo {
+			if c.pass != (r.code == exitcode.OK) || !c.pass && r.code != exitcode.No {
 				t.Fatalf("exit %d, want it to pass: %t\n%s%s", r.code, c.pass, r.stdout, r.stderr)
 			}
 			_, report, _ := strings.Cut(r.stdout, "== checking")
@@ -408,7 +409,7 @@ func TestLearnersSQLIsNotSuperuser(t *testing.T) {
 	for _, stmt := range []string{"COPY (SELECT 1) TO PROGRAM 'id'", "SELECT pg_read_file('PG_VERSION')"} {
 		cmd := command(t, cache, "exercise", "cleanup", "--sql", learnerFile(t, "evil.sql", stmt))
 		out, err := cmd.CombinedOutput()
-		if code := exitOf(err); code != exitNo || !strings.Contains(string(out), "SQLSTATE 42501") {
+		if code := exitOf(err); code != exitcode.No || !strings.Contains(string(out), "SQLSTATE 42501") {
 			t.Errorf("%s: exit %d, want 1 and a permission error (42501):\n%s", stmt, code, out)
 		}
 	}

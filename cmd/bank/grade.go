@@ -14,7 +14,9 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/names"
 )
 
 type gradeFlags struct {
@@ -51,7 +53,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
   bank grade -- bank serve --break no-fencing`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.contract && len(args) > 0 {
-				return usagef("--contract prints the contract and runs nothing; drop it to grade %q, or drop the command to read the contract", strings.Join(args, " "))
+				return exitcode.Usagef("--contract prints the contract and runs nothing; drop it to grade %q, or drop the command to read the contract", strings.Join(args, " "))
 			}
 			if f.contract {
 				fmt.Fprint(a.io.Out, grade.Contract())
@@ -59,7 +61,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 			}
 			dash := cmd.ArgsLenAtDash()
 			if dash != 0 || len(args) == 0 {
-				return usagef("name your server's command after --, such as: bank grade -- node server.js (bank grade --contract says what it must do)")
+				return exitcode.Usagef("name your server's command after --, such as: bank grade -- node server.js (bank grade --contract says what it must do)")
 			}
 			return a.grade(cmd.Context(), f, args)
 		},
@@ -75,19 +77,19 @@ bad command line, 3 when the server cannot be run or never listens.`,
 func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	switch {
 	case f.lockTTL < 100*time.Millisecond || f.lockTTL > time.Minute:
-		return usagef("--lock-ttl must be between 100ms and 1m, such as 2s")
+		return exitcode.Usagef("--lock-ttl must be between 100ms and 1m, such as 2s")
 	case f.startTimeout <= 0:
-		return usagef("--start-timeout must be positive, such as 20s")
+		return exitcode.Usagef("--start-timeout must be positive, such as 20s")
 	}
 	for _, name := range f.only {
 		if !slices.Contains(grade.Names(), name) {
-			return usagef("unknown check %q%s in --only; checks: %s", name, didYouMean(name, grade.Names()), strings.Join(grade.Names(), ", "))
+			return exitcode.Usagef("unknown check %q%s in --only; checks: %s", name, names.DidYouMean(name, grade.Names()), strings.Join(grade.Names(), ", "))
 		}
 	}
 	if _, err := exec.LookPath(command[0]); err != nil {
 		// As for bank exercise: a server that cannot be started is the
 		// environment's failure (exit 3), whatever the reason.
-		return envError("cannot run %q: %s; check the command after --", command[0], lookPathReason(err))
+		return exitcode.Envf("cannot run %q: %s; check the command after --", command[0], lookPathReason(err))
 	}
 	colour, err := a.colorOn()
 	if err != nil {
@@ -131,7 +133,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 			msg += "\nits last output:\n" + indent(se.Stderr)
 		}
 		fmt.Fprintln(a.io.Err, msg)
-		return silentExit{exitEnv}
+		return exitcode.Silent{Code: exitcode.Env}
 	}
 	if err != nil {
 		return err
@@ -146,7 +148,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
 	}
 	if !rep.Passed {
-		return silentExit{exitNo}
+		return exitcode.Silent{Code: exitcode.No}
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/idem"
 )
@@ -155,9 +156,9 @@ func gradeInTwo(t *testing.T, skip []string, server ...string) (grade.Report, bo
 			defer mu.Unlock()
 			rep.Results = append(rep.Results, r.Results...)
 			outs = append(outs, out)
-			if code == exitNo && !r.Passed {
+			if code == exitcode.No && !r.Passed {
 				failed = true
-			} else if code != exitOK || !r.Passed {
+			} else if code != exitcode.OK || !r.Passed {
 				t.Errorf("exit %d, passed %v:\n%s", code, r.Passed, out)
 			}
 		}()
@@ -277,13 +278,13 @@ func TestGradeServersThatCannotBeGraded(t *testing.T) {
 	}
 	t.Run("exits", func(t *testing.T) {
 		_, stderr, code := run("--", "sh", "-c", "echo cannot find module pg >&2; exit 1")
-		if code != exitEnv || !strings.Contains(stderr, "the server exited (exit status 1) before it listened on its PORT") || !strings.Contains(stderr, "cannot find module pg") {
+		if code != exitcode.Env || !strings.Contains(stderr, "the server exited (exit status 1) before it listened on its PORT") || !strings.Contains(stderr, "cannot find module pg") {
 			t.Errorf("exit %d:\n%s", code, stderr)
 		}
 	})
 	t.Run("never listens", func(t *testing.T) {
 		_, stderr, code := run("--start-timeout", "500ms", "--", "sh", "-c", "echo starting >&2; exec sleep 30")
-		if code != exitEnv || !strings.Contains(stderr, "did not listen on 127.0.0.1:$PORT within 500ms") || !strings.Contains(stderr, "starting") {
+		if code != exitcode.Env || !strings.Contains(stderr, "did not listen on 127.0.0.1:$PORT within 500ms") || !strings.Contains(stderr, "starting") {
 			t.Errorf("exit %d:\n%s", code, stderr)
 		}
 	})
@@ -295,7 +296,7 @@ func TestGradeServersThatCannotBeGraded(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, stderr, code := run("--", self)
-		if code != exitNo || !strings.Contains(out, "FAIL  plain") || !strings.Contains(out, "a valid transfer got 200, not 201") || !strings.Contains(out, "FAIL  no-key") {
+		if code != exitcode.No || !strings.Contains(out, "FAIL  plain") || !strings.Contains(out, "a valid transfer got 200, not 201") || !strings.Contains(out, "FAIL  no-key") {
 			t.Errorf("exit %d:\n%s\n%s", code, out, stderr)
 		}
 	})
@@ -314,18 +315,18 @@ func TestGradeUsage(t *testing.T) {
 		{[]string{"grade", "--contract", "--", "node", "server.js"}, `--contract prints the contract and runs nothing; drop it to grade "node server.js"`},
 	} {
 		r := cli(t, nil, c.args...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, r.code, r.stderr, c.want)
 		}
 	}
 	// A server that cannot be started is the environment's failure, as
 	// for bank exercise's program.
-	if r := cli(t, nil, "grade", "--", "no-such-server-command"); r.code != exitEnv || !strings.Contains(r.stderr, `cannot run "no-such-server-command": executable file not found in $PATH; check the command after --`) {
+	if r := cli(t, nil, "grade", "--", "no-such-server-command"); r.code != exitcode.Env || !strings.Contains(r.stderr, `cannot run "no-such-server-command": executable file not found in $PATH; check the command after --`) {
 		t.Errorf("a missing server command: exit %d, %q; want exit 3 and why", r.code, r.stderr)
 	}
 	r := cli(t, nil, "grade", "--contract")
 	for _, want := range append([]string{"DATABASE_URL", "PORT", "LOCK_TTL_MS", "Idempotent-Replayed: true", "Retry-After"}, grade.Names()...) {
-		if r.code != exitOK || !strings.Contains(r.stdout, want) {
+		if r.code != exitcode.OK || !strings.Contains(r.stdout, want) {
 			t.Errorf("--contract lacks %q (exit %d)", want, r.code)
 		}
 	}

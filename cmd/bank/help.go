@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zudojs/bank/cmd/bank/help"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/names"
 )
 
 // helpCommand is cobra's help, with the manual's topics: bank help TOPIC
@@ -49,7 +51,7 @@ check proves) and bank NAME --help the command's flags.`,
 			target, rest, err := root.Find(args)
 			if err != nil || len(rest) > 0 || (target == root && len(args) > 0) {
 				all := append(commandNames(root), help.Names()...)
-				return usagef("no help for %q%s: it is neither a command nor a topic; bank help lists both", strings.Join(args, " "), didYouMean(args[len(args)-1], all))
+				return exitcode.Usagef("no help for %q%s: it is neither a command nor a topic; bank help lists both", strings.Join(args, " "), names.DidYouMean(args[len(args)-1], all))
 			}
 			return target.Help()
 		},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/cmd/bank/help"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/practice"
@@ -74,7 +75,7 @@ func TestHelpListsCommandsAndTopics(t *testing.T) {
 	root := (&app{}).rootCommand()
 	for _, args := range [][]string{{"help"}, {"--help"}} {
 		r := cli(t, nil, args...)
-		if r.code != exitOK || r.stderr != "" {
+		if r.code != exitcode.OK || r.stderr != "" {
 			t.Fatalf("%v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 		for _, c := range root.Commands() {
@@ -96,11 +97,11 @@ func TestHelpTopicPrintsIt(t *testing.T) {
 	t.Parallel()
 	for _, tp := range help.Topics() {
 		r := cli(t, nil, "help", tp.Name)
-		if r.code != exitOK || r.stdout != tp.Text || r.stderr != "" {
+		if r.code != exitcode.OK || r.stdout != tp.Text || r.stderr != "" {
 			t.Errorf("help %s: exit %d, stderr %q, stdout starts %.60q", tp.Name, r.code, r.stderr, r.stdout)
 		}
 	}
-	if r := cli(t, nil, "grade", "--help"); r.code != exitOK || !strings.Contains(r.stdout, "--start-timeout") {
+	if r := cli(t, nil, "grade", "--help"); r.code != exitcode.OK || !strings.Contains(r.stdout, "--start-timeout") {
 		t.Errorf("grade --help lost the flags: %+v", r)
 	}
 }
@@ -118,14 +119,14 @@ func TestHelpSuggestsAcrossCommandsAndTopics(t *testing.T) {
 		"scenari":    "(did you mean scenario?)",
 	} {
 		r := cli(t, nil, "help", typed)
-		if r.code != exitUsage || !strings.Contains(r.stderr, want) || r.stdout != "" {
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, want) || r.stdout != "" {
 			t.Errorf("help %s: exit %d, stderr %q; want exit 2 and %q", typed, r.code, r.stderr, want)
 		}
 		oneLine(t, r)
 	}
 	// A topic typed as a command says where it is.
 	r := cli(t, nil, "scenarios")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "scenarios is a help topic, not a command: bank help scenarios (or did you mean bank scenario?)") {
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "scenarios is a help topic, not a command: bank help scenarios (or did you mean bank scenario?)") {
 		t.Errorf("bank scenarios: %+v", r)
 	}
 	oneLine(t, r)
@@ -164,8 +165,8 @@ func TestHelpTopicsNameWhatTheyDescribe(t *testing.T) {
 	mustName("serve", apiErrorCodes(t))
 
 	// One row a code in the table of exit-codes, and no code the table
-	// has that exit.go has not.
-	codes := []int{exitOK, exitNo, exitUsage, exitEnv, exitUnknown, exitInternal, exitInterrupted}
+	// has that package exitcode has not.
+	codes := []int{exitcode.OK, exitcode.No, exitcode.Usage, exitcode.Env, exitcode.Unknown, exitcode.Internal, exitcode.Interrupted}
 	var rows []string
 	for _, m := range regexp.MustCompile(`(?m)^  (\d+) +\S`).FindAllStringSubmatch(text("exit-codes"), -1) {
 		rows = append(rows, m[1])
@@ -175,7 +176,7 @@ func TestHelpTopicsNameWhatTheyDescribe(t *testing.T) {
 		want = append(want, strconv.Itoa(c))
 	}
 	if !slices.Equal(rows, want) {
-		t.Errorf("bank help exit-codes has rows for %v; exit.go has %v", rows, want)
+		t.Errorf("bank help exit-codes has rows for %v; package exitcode has %v", rows, want)
 	}
 
 	mustName("environment", environmentVariables(t))

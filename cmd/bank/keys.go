@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/idem"
 )
 
@@ -38,7 +39,7 @@ fresh bank is started and cleaned: it has no keys yet.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan <= 0 {
-				return usagef("--older-than must be positive, such as 24h")
+				return exitcode.Usagef("--older-than must be positive, such as 24h")
 			}
 			return a.keysGC(cmd.Context(), olderThan, asJSON)
 		},
@@ -71,13 +72,13 @@ func (a *app) keysGC(ctx context.Context, window time.Duration, asJSON bool) err
 	}
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
-		return envError("database URL: %v", err)
+		return exitcode.Envf("database URL: %v", err)
 	}
 	defer pool.Close()
 	now := time.Now() // the real clock: this cleans a real database
 	deleted, err := idem.Prune(ctx, pool, now.Add(-window), now)
 	if err != nil {
-		return envError("%v", err)
+		return exitcode.Envf("%v", err)
 	}
 	if asJSON {
 		return json.NewEncoder(a.io.Out).Encode(map[string]any{"olderThan": window.String(), "deleted": append([]string{}, deleted...)})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/labweb"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
@@ -36,10 +37,10 @@ Everything is in the bank binary; nothing is fetched. Ctrl-C stops it.`,
 
 func (a *app) lab(ctx context.Context, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return usagef("--addr %q is not host:port, such as 127.0.0.1:8090", addr)
+		return exitcode.Usagef("--addr %q is not host:port, such as 127.0.0.1:8090", addr)
 	}
 	if !loopback(addr) {
-		return usagef("--addr must be a loopback address (127.0.0.1 or localhost): bank lab is for this machine only")
+		return exitcode.Usagef("--addr must be a loopback address (127.0.0.1 or localhost): bank lab is for this machine only")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -47,7 +48,7 @@ func (a *app) lab(ctx context.Context, addr string) error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return envError("cannot listen on %s: %s; choose another with --addr", addr, reason(err))
+		return exitcode.Envf("cannot listen on %s: %s; choose another with --addr", addr, reason(err))
 	}
 	defer ln.Close()
 	db, err := a.openDatabase(ctx)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 )
 
 // proc is a live process started, directly or not, by a bank run.
@@ -211,7 +212,7 @@ func TestInterruptStopsServer(t *testing.T) {
 		}
 	}()
 	err := cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != exitOK {
+	if code := cmd.ProcessState.ExitCode(); code != exitcode.OK {
 		t.Fatalf("exit %d (%v), want 0", code, err)
 	}
 	if left := family(cache); len(left) > 0 {
@@ -264,7 +265,7 @@ func TestInterruptGradeAndTorture(t *testing.T) {
 				t.Fatalf("still running 20 s after SIGINT")
 			}
 			cmd.Wait()
-			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted || !strings.Contains(rest.String(), "bank: interrupted") || strings.Contains(rest.String(), "panic") {
+			if code := cmd.ProcessState.ExitCode(); code != exitcode.Interrupted || !strings.Contains(rest.String(), "bank: interrupted") || strings.Contains(rest.String(), "panic") {
 				t.Errorf("exit %d, want 130 and \"bank: interrupted\":\n%s", code, rest.String())
 			}
 			for deadline := time.Now().Add(5 * time.Second); len(family(cache)) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -294,7 +295,7 @@ func TestSmallSharedMemory(t *testing.T) {
 	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-c", script, bankBinary(t))
 	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+cache, "DATABASE_URL=")
 	out, err := cmd.CombinedOutput()
-	if code := exitOf(err); code != exitOK || !strings.Contains(string(out), "slot on disk: /dev/shm has") || !strings.Contains(string(out), "verdict: fix held") {
+	if code := exitOf(err); code != exitcode.OK || !strings.Contains(string(out), "slot on disk: /dev/shm has") || !strings.Contains(string(out), "verdict: fix held") {
 		t.Fatalf("exit %d, want 0 with the slot on disk, said under -v:\n%s", code, out)
 	}
 }
@@ -362,7 +363,7 @@ func TestLearnersProcessesContained(t *testing.T) {
 		t.Parallel()
 		a := seconds()
 		cmd := command(t, cache, "grade", "--only", "plain", "--", "sh", "-c", "setsid sleep "+a+" & exec \"$0\" serve", bankBinary(t))
-		if out, err := cmd.CombinedOutput(); exitOf(err) != exitOK {
+		if out, err := cmd.CombinedOutput(); exitOf(err) != exitcode.OK {
 			t.Fatalf("grade: exit %d\n%s", exitOf(err), out)
 		}
 		settle(t, a)
@@ -428,7 +429,7 @@ func TestStepPromptInterrupted(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("still waiting at the prompt 20 s after Ctrl-C:\n%s", output())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted || !strings.Contains(output(), "bank: interrupted") {
+	if code := cmd.ProcessState.ExitCode(); code != exitcode.Interrupted || !strings.Contains(output(), "bank: interrupted") {
 		t.Errorf("exit %d, want 130 and bank: interrupted:\n%s", code, output())
 	}
 	for deadline := time.Now().Add(5 * time.Second); len(family(cache)) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

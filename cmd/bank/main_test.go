@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/scenarios"
 )
 
@@ -99,7 +100,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--addr", "[::]:0"}, "say --expose-with-public-tokens"},
 	} {
 		r := cli(t, nil, c.args...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
 		oneLine(t, r)
@@ -136,7 +137,7 @@ func TestPredictWithoutATerminal(t *testing.T) {
 	if r.code != 0 || r.stdout != string(want) || strings.Count(r.stderr, "--predict asks on a terminal") != 1 {
 		t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
-	if r := cli(t, nil, "scenario", "all", "--predict"); r.code != exitUsage {
+	if r := cli(t, nil, "scenario", "all", "--predict"); r.code != exitcode.Usage {
 		t.Errorf("--predict with all: exit %d", r.code)
 	}
 }
@@ -338,7 +339,7 @@ func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 func TestUnreachableDatabase(t *testing.T) {
 	t.Parallel()
 	r := cli(t, map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/x?connect_timeout=5"}, "scenario", "naive")
-	if r.code != exitEnv || !strings.Contains(r.stderr, "cannot reach PostgreSQL at 127.0.0.1:1") {
+	if r.code != exitcode.Env || !strings.Contains(r.stderr, "cannot reach PostgreSQL at 127.0.0.1:1") {
 		t.Fatalf("exit %d, %q", r.code, r.stderr)
 	}
 	oneLine(t, r)
@@ -347,7 +348,7 @@ func TestUnreachableDatabase(t *testing.T) {
 func TestBadPGBinaries(t *testing.T) {
 	t.Parallel()
 	r := cli(t, map[string]string{"DATABASE_URL": ""}, "--pg-binaries", "/nonexistent", "scenario", "naive")
-	if r.code != exitEnv || !strings.Contains(r.stderr, "--pg-binaries /nonexistent") {
+	if r.code != exitcode.Env || !strings.Contains(r.stderr, "--pg-binaries /nonexistent") {
 		t.Fatalf("exit %d, %q", r.code, r.stderr)
 	}
 	oneLine(t, r)
@@ -426,7 +427,7 @@ func TestKeysGC(t *testing.T) {
 	if left != 2 {
 		t.Fatalf("%d keys left, want new-completed and old-but-locked", left)
 	}
-	if r := cli(t, nil, "keys", "gc", "--older-than", "-1h"); r.code != exitUsage {
+	if r := cli(t, nil, "keys", "gc", "--older-than", "-1h"); r.code != exitcode.Usage {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -438,7 +439,7 @@ func TestMistakeCommand(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	r = cli(t, nil, "mistake", "nosuch")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "no-fencing") {
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "no-fencing") {
 		t.Fatalf("%+v", r)
 	}
 	oneLine(t, r)
@@ -466,7 +467,7 @@ func TestNoCacheDirSaysWhatToSet(t *testing.T) {
 	cmd := exec.Command(bankBinary(t), "scenario", "naive")
 	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+filepath.Join(file, "cache"), "DATABASE_URL=")
 	out, err := cmd.CombinedOutput()
-	if code := exitOf(err); code != exitEnv || !strings.Contains(string(out), "set BANK_CACHE_DIR") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+	if code := exitOf(err); code != exitcode.Env || !strings.Contains(string(out), "set BANK_CACHE_DIR") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Errorf("exit %d, %q; want exit 3 and one line naming BANK_CACHE_DIR", code, out)
 	}
 }
@@ -487,7 +488,7 @@ func TestWidth(t *testing.T) {
 			}
 		}
 	}
-	if r := cli(t, nil, "scenario", "crash", "--width", "20"); r.code != exitUsage || !strings.Contains(r.stderr, "60 or more") {
+	if r := cli(t, nil, "scenario", "crash", "--width", "20"); r.code != exitcode.Usage || !strings.Contains(r.stderr, "60 or more") {
 		t.Errorf("--width 20: exit %d, %q", r.code, r.stderr)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
 	"github.com/zudojs/bank/scenarios/render"
@@ -32,9 +34,9 @@ Each mistake, and bank serve --break: bank help mistakes.`,
   bank mistake all
 
 The mistakes, in the order of the lesson's table:
-` + entryTable(mistakeEntries()),
-		ValidArgsFunction: completeNames("mistake", mistakeEntries()),
-		Args:              oneName("mistake", mistakeEntries()),
+` + names.Table(mistakeEntries()),
+		ValidArgsFunction: names.Complete("mistake", mistakeEntries()),
+		Args:              names.One("mistake", mistakeEntries()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "list" {
 				for _, m := range scenarios.Mistakes {
@@ -80,7 +82,7 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 			failed = append(failed, m.Name)
 		}
 	}
-	if err := show.page.write(); err != nil {
+	if err := show.page.Write(); err != nil {
 		return err
 	}
 	if name == "all" {
@@ -88,7 +90,7 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(a.io.Err, "bank: did not come out as the lesson teaches: %s\n", strings.Join(failed, ", "))
-		return silentExit{exitNo}
+		return exitcode.Silent{Code: exitcode.No}
 	}
 	return nil
 }
@@ -119,6 +121,6 @@ func (a *app) mistakeSummary(verdicts []lab.MistakeVerdict, asJSON bool) {
 	}
 }
 
-func mistakeEntries() []entry {
-	return entriesOf(scenarios.Mistakes, func(m *lab.Mistake) entry { return entry{m.Name, m.Summary} })
+func mistakeEntries() []names.Entry {
+	return names.EntriesOf(scenarios.Mistakes, func(m *lab.Mistake) names.Entry { return names.Entry{Name: m.Name, Summary: m.Summary} })
 }

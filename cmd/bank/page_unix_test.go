@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 )
 
 // TestHTMLNeverDestructive: --html writes a new file or over a regular
@@ -30,7 +32,7 @@ func TestHTMLNeverDestructive(t *testing.T) {
 	}
 	for path, what := range map[string]string{fifo: "a FIFO", link: "a symbolic link", "/dev/null": "a device", dir: "a directory"} {
 		r := cli(t, nil, "scenario", "naive", "--html", path)
-		if r.code != exitUsage || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, what) {
+		if r.code != exitcode.Usage || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, what) {
 			t.Errorf("--html %s: exit %d, %q; want exit 2 and one line naming %s", path, r.code, r.stderr, what)
 		}
 	}
@@ -47,7 +49,7 @@ func TestHTMLNeverDestructive(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 	r := cli(t, nil, "scenario", "naive", "--html", "-")
-	if r.code != exitOK || !strings.HasPrefix(r.stdout, "<!DOCTYPE html>") || !strings.HasSuffix(r.stdout, "</html>\n") {
+	if r.code != exitcode.OK || !strings.HasPrefix(r.stdout, "<!DOCTYPE html>") || !strings.HasSuffix(r.stdout, "</html>\n") {
 		t.Errorf("--html -: exit %d, want the page alone on stdout: %.200s", r.code, r.stdout)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 )
 
 // TestDiagramFlag: --diagram draws the crash with its lanes, the takeover
@@ -12,7 +14,7 @@ import (
 func TestDiagramFlag(t *testing.T) {
 	t.Parallel()
 	r := cli(t, nil, "scenario", "crash", "--diagram")
-	if r.code != exitOK {
+	if r.code != exitcode.OK {
 		t.Fatalf("%+v", r)
 	}
 	for _, want := range []string{"app", "server A", "server B", "PostgreSQL", "[TAKEOVER]", "[FENCED]", "  31 s", "verdict: fix held"} {
@@ -27,7 +29,7 @@ func TestHTMLFlag(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	page := filepath.Join(dir, "crash.html")
-	if r := cli(t, nil, "scenario", "crash", "--html", page); r.code != exitOK {
+	if r := cli(t, nil, "scenario", "crash", "--html", page); r.code != exitcode.OK {
 		t.Fatalf("%+v", r)
 	}
 	b, err := os.ReadFile(page)
@@ -45,7 +47,7 @@ func TestHTMLFlag(t *testing.T) {
 func TestHTMLLostResponse(t *testing.T) {
 	t.Parallel()
 	page := filepath.Join(t.TempDir(), "lost.html")
-	if r := cli(t, nil, "scenario", "lost-response", "--html", page); r.code != exitOK {
+	if r := cli(t, nil, "scenario", "lost-response", "--html", page); r.code != exitcode.OK {
 		t.Fatalf("%+v", r)
 	}
 	b, err := os.ReadFile(page)
@@ -79,7 +81,7 @@ func TestPictureUsage(t *testing.T) {
 		{[]string{"lab", "--addr", "0.0.0.0:8090"}, "--addr must be a loopback address"},
 	} {
 		r := cli(t, nil, c.args...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, r.code, r.stderr, c.want)
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/quiz"
+	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -41,10 +43,10 @@ PostgreSQL could not be started or reached. More: bank help quiz.`,
 			var words []string
 			if f.answers != "" {
 				if words = strings.Split(f.answers, ","); len(words) != quiz.Length {
-					return usagef("--answers takes %d choice numbers, one per question, such as 2,1,3,4,1; got %d", quiz.Length, len(words))
+					return exitcode.Usagef("--answers takes %d choice numbers, one per question, such as 2,1,3,4,1; got %d", quiz.Length, len(words))
 				}
-			} else if f.json || !isTerminal(a.io.In) || !isTerminal(a.io.Out) {
-				return usagef("bank quiz asks on a terminal; here give your answers: --answers 2,1,3,4,1 (and --seed N to choose the draw)")
+			} else if f.json || !term.IsTerminal(a.io.In) || !term.IsTerminal(a.io.Out) {
+				return exitcode.Usagef("bank quiz asks on a terminal; here give your answers: --answers 2,1,3,4,1 (and --seed N to choose the draw)")
 			}
 			if !cmd.Flags().Changed("seed") {
 				var b [8]byte
@@ -63,7 +65,7 @@ PostgreSQL could not be started or reached. More: bank help quiz.`,
 			defer db.close()
 			res, err := quiz.Sit(cmd.Context(), db.clones, a.io.Out, bufio.NewReader(a.io.In), f.seed, draw, given, f.json)
 			if err == nil && !res.Passed {
-				err = silentExit{exitNo}
+				err = exitcode.Silent{Code: exitcode.No}
 			}
 			return err
 		},
@@ -88,9 +90,9 @@ func quizAnswers(words []string, draw []practice.Question) ([]int, error) {
 		choices := len(draw[i].Options)
 		switch {
 		case err != nil:
-			return nil, usagef("answer %d is %q, not a number: question %d has choices 1 to %d", i+1, s, i+1, choices)
+			return nil, exitcode.Usagef("answer %d is %q, not a number: question %d has choices 1 to %d", i+1, s, i+1, choices)
 		case n < 1 || n > choices:
-			return nil, usagef("answer %d is %d, but question %d has choices 1 to %d", i+1, n, i+1, choices)
+			return nil, exitcode.Usagef("answer %d is %d, but question %d has choices 1 to %d", i+1, n, i+1, choices)
 		}
 		given[i] = n
 	}

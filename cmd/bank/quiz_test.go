@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/quiz"
 	"github.com/zudojs/bank/scenarios/practice"
 )
@@ -46,11 +47,11 @@ func TestQuiz(t *testing.T) {
 		wrongs = append(wrongs, fmt.Sprint(q.Right%len(q.Options)+1))
 	}
 	pass := cli(t, nil, "quiz", "--seed", "5", "--answers", strings.Join(rights, ","))
-	if pass.code != exitOK || !strings.Contains(pass.stdout, "5 of 5: passed") {
+	if pass.code != exitcode.OK || !strings.Contains(pass.stdout, "5 of 5: passed") {
 		t.Fatalf("the right answers: exit %d\n%s", pass.code, pass.stdout)
 	}
 	fail := cli(t, nil, "quiz", "--seed", "5", "--answers", strings.Join(wrongs, ","))
-	if fail.code != exitNo || !strings.Contains(fail.stdout, "0 of 5: not yet") || !strings.Contains(fail.stdout, "See it: bank scenario ") {
+	if fail.code != exitcode.No || !strings.Contains(fail.stdout, "0 of 5: not yet") || !strings.Contains(fail.stdout, "See it: bank scenario ") {
 		t.Fatalf("wrong answers: exit %d\n%s", fail.code, fail.stdout)
 	}
 	for i, q := range res.Questions { // the text shows the JSON's choices, in its order
@@ -90,7 +91,7 @@ func TestQuizUsage(t *testing.T) {
 		{[]string{"quiz", "--answers", "1,-1,1,1,1"}, "bank: answer 2 is -1, but question 2 has choices 1 to 4\n"},
 	} {
 		r := cli(t, noDatabase, c.args...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and %q", c.args, r.code, r.stderr, r.stdout, c.want)
 		}
 		oneLine(t, r)

@@ -5,16 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/help"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/names"
+	"github.com/zudojs/bank/cmd/bank/internal/term"
 )
 
 var version = "0.1.0" // make dist sets it at link time; see version.go
@@ -49,14 +50,14 @@ func run(ctx context.Context, args []string, io stdio, getenv func(string) strin
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled // whatever broke on the way out, Ctrl-C came first
 	}
-	code := exitCode(err)
-	var s silentExit
+	code := exitcode.Of(err)
+	var s exitcode.Silent
 	switch {
 	case err == nil || errors.As(err, &s):
-	case code == exitInterrupted:
+	case code == exitcode.Interrupted:
 		fmt.Fprintln(io.Err, "bank: interrupted")
-	case code == exitInternal:
-		fmt.Fprintf(io.Err, "bank: internal error (the lab itself failed, exit %d): %v\n", exitInternal, err)
+	case code == exitcode.Internal:
+		fmt.Fprintf(io.Err, "bank: internal error (the lab itself failed, exit %d): %v\n", exitcode.Internal, err)
 	default:
 		fmt.Fprintln(io.Err, "bank: "+err.Error())
 	}
@@ -91,16 +92,16 @@ The manual is in bank help TOPIC; the topics are listed at the end.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				if _, ok := help.Lookup(args[0]); ok {
-					return usagef("%s is a help topic, not a command: bank help %s%s", args[0], args[0], strings.Replace(didYouMean(args[0], commandNames(cmd)), "(did you mean ", "(or did you mean bank ", 1))
+					return exitcode.Usagef("%s is a help topic, not a command: bank help %s%s", args[0], args[0], strings.Replace(names.DidYouMean(args[0], commandNames(cmd)), "(did you mean ", "(or did you mean bank ", 1))
 				}
-				return usagef("unknown command %q%s; commands: %s (see bank --help)", args[0], didYouMean(args[0], commandNames(cmd)), strings.Join(commandNames(cmd), ", "))
+				return exitcode.Usagef("unknown command %q%s; commands: %s (see bank --help)", args[0], names.DidYouMean(args[0], commandNames(cmd)), strings.Join(commandNames(cmd), ", "))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usagef("%v%s (see %s --help)", err, flagSuggestion(cmd, err), cmd.CommandPath())
+		return exitcode.Usagef("%v%s (see %s --help)", err, names.FlagSuggestion(cmd, err), cmd.CommandPath())
 	})
 	root.SetHelpCommand(helpCommand(root))
 	withTopics(root)
@@ -137,16 +138,11 @@ func (a *app) colorOn() (bool, error) {
 	case a.color == "never":
 		return false, nil
 	case a.color != "auto":
-		return false, usagef("--color must be auto, always or never, not %q", a.color)
+		return false, exitcode.Usagef("--color must be auto, always or never, not %q", a.color)
 	case a.getenv("NO_COLOR") != "":
 		return false, nil
 	}
-	return isTerminal(a.io.Out), nil
-}
-
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+	return term.IsTerminal(a.io.Out), nil
 }
 
 func (a *app) verbosef(format string, args ...any) {
@@ -196,7 +192,7 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 	start := time.Now()
 	s, err := pgserver.Start(ctx, pgserver.Options{
 		Binaries: bins, Port: a.pgPort, TCP: tcp, CacheDir: a.getenv("BANK_CACHE_DIR"), Fallback: a.getenv("BANK_PG_FALLBACK"),
-		Progress: a.io.Err, ProgressBar: isTerminal(a.io.Err),
+		Progress: a.io.Err, ProgressBar: term.IsTerminal(a.io.Err),
 	})
 	if err != nil {
 		return nil, err

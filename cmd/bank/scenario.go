@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
+	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/quiz"
+	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
 	"github.com/zudojs/bank/scenarios/practice"
@@ -53,9 +56,9 @@ What each scenario shows, and the flags for class: bank help scenarios.`,
   bank scenario all --no-color
 
 The scenarios, in the lesson's order:
-` + entryTable(scenarioEntries()),
-		ValidArgsFunction: completeNames("scenario", scenarioEntries()),
-		Args:              oneName("scenario", scenarioEntries()),
+` + names.Table(scenarioEntries()),
+		ValidArgsFunction: names.Complete("scenario", scenarioEntries()),
+		Args:              names.One("scenario", scenarioEntries()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "list" {
 				a.listScenarios()
@@ -83,17 +86,17 @@ func (a *app) listScenarios() {
 func checkShowFlags(f scenarioFlags) error {
 	switch {
 	case f.diagram && f.json:
-		return usagef("--diagram and --json each replace the transcript: choose one (the JSON carries the diagram's messages)")
+		return exitcode.Usagef("--diagram and --json each replace the transcript: choose one (the JSON carries the diagram's messages)")
 	case f.diagram && f.step:
-		return usagef("--diagram is drawn once the run is over, so it cannot wait at each step: use bank lab to step through a diagram")
+		return exitcode.Usagef("--diagram is drawn once the run is over, so it cannot wait at each step: use bank lab to step through a diagram")
 	case f.diagram && f.explain:
-		return usagef("--explain's notes go with the transcript, which --diagram replaces: use --html FILE or bank lab for the diagram with the notes")
+		return exitcode.Usagef("--explain's notes go with the transcript, which --diagram replaces: use --html FILE or bank lab for the diagram with the notes")
 	case f.diagram && f.predict:
-		return usagef("--predict marks the transcript's lines, which --diagram replaces: choose one")
+		return exitcode.Usagef("--predict marks the transcript's lines, which --diagram replaces: choose one")
 	case f.width != 0 && f.width < 60:
-		return usagef("--width %d is too narrow to draw in: give 60 or more (80 is the default)", f.width)
+		return exitcode.Usagef("--width %d is too narrow to draw in: give 60 or more (80 is the default)", f.width)
 	case f.width != 0 && f.json:
-		return usagef("--width shapes the transcript and the diagram; --json prints objects, not lines: choose one")
+		return exitcode.Usagef("--width shapes the transcript and the diagram; --json prints objects, not lines: choose one")
 	}
 	return nil
 }
@@ -101,20 +104,20 @@ func checkShowFlags(f scenarioFlags) error {
 // showOptions turns the display flags into the lab's options: the sink
 // that draws the run on the output (a transcript, JSON lines or a
 // diagram) and, with --html, the page's recorder beside it.
-func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Options, p *page) (lab.Options, error) {
+func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Options, p *htmlpage.Page) (lab.Options, error) {
 	color, err := a.colorOn()
 	if err != nil {
 		return lab.Options{}, err
 	}
 	o := lab.Options{Keep: f.keep}
 	ro.Explain, ro.Color, ro.Width = f.explain, color, f.width
-	if ro.Width == 0 && isTerminal(a.io.Out) {
-		if n := terminalWidth(a.io.Out); n >= 60 {
+	if ro.Width == 0 && term.IsTerminal(a.io.Out) {
+		if n := term.Width(a.io.Out); n >= 60 {
 			ro.Width = n
 		}
 	}
 	switch {
-	case f.step && !f.json && isTerminal(a.io.In) && isTerminal(a.io.Out):
+	case f.step && !f.json && term.IsTerminal(a.io.In) && term.IsTerminal(a.io.Out):
 		// Enter is read on its own goroutine, so that Ctrl-C at the
 		// prompt ends the run at once instead of waiting for a line.
 		in := bufio.NewReader(a.io.In)
@@ -149,7 +152,7 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Option
 		o.Sink = render.Text(a.io.Out, ro)
 	}
 	if p != nil {
-		o.Sink, o.States = lab.Tee{o.Sink, p.rec}, true
+		o.Sink, o.States = lab.Tee{o.Sink, p.Rec}, true
 	}
 	return o, nil
 }
@@ -159,7 +162,7 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Option
 // database they run in.
 type show struct {
 	lab.Options
-	page *page
+	page *htmlpage.Page
 	db   *database
 }
 
@@ -171,14 +174,14 @@ func (a *app) startShow(ctx context.Context, f scenarioFlags, ro render.Options)
 	}
 	s := &show{}
 	var err error
-	if s.page, err = a.startPage(f.html); err != nil {
+	if s.page, err = htmlpage.Start(f.html, &a.io.Out); err != nil {
 		return nil, err
 	}
 	if s.Options, err = a.showOptions(ctx, f, ro, s.page); err == nil {
 		s.db, err = a.openDatabase(ctx)
 	}
 	if err != nil {
-		s.page.discard()
+		s.page.Discard()
 		return nil, err
 	}
 	return s, nil
@@ -186,7 +189,7 @@ func (a *app) startShow(ctx context.Context, f scenarioFlags, ro render.Options)
 
 func (s *show) close() {
 	s.db.close()
-	s.page.discard()
+	s.page.Discard()
 }
 
 func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) error {
@@ -194,10 +197,10 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 		return err
 	}
 	if f.keep && name == "all" {
-		return usagef("--keep works with one scenario at a time")
+		return exitcode.Usagef("--keep works with one scenario at a time")
 	}
 	if f.predict && name == "all" {
-		return usagef("--predict works with one scenario at a time")
+		return exitcode.Usagef("--predict works with one scenario at a time")
 	}
 	var ro render.Options
 	if f.predict {
@@ -227,7 +230,7 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	if name == "all" {
 		a.summary(verdicts, f.json)
 	}
-	if err := show.page.write(); err != nil {
+	if err := show.page.Write(); err != nil {
 		return err
 	}
 	if kept != nil {
@@ -240,7 +243,7 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 			} else {
 				fmt.Fprintln(a.io.Err, "bank: some scenarios did not come out as the lesson teaches (see the table)")
 			}
-			return silentExit{exitNo}
+			return exitcode.Silent{Code: exitcode.No}
 		}
 	}
 	return nil
@@ -306,60 +309,8 @@ func row(w io.Writer, lead, text string) {
 	}
 }
 
-// entry is a name the command accepts, with its one-line summary.
-type entry struct{ name, summary string }
-
-func scenarioEntries() []entry {
-	return entriesOf(scenarios.All, func(s *lab.Scenario) entry { return entry{s.Name, s.Summary} })
-}
-
-// entriesOf lists names and summaries of scenarios, mistakes or exercises.
-func entriesOf[T any](items []T, e func(T) entry) []entry {
-	out := make([]entry, len(items))
-	for i, it := range items {
-		out[i] = e(it)
-	}
-	return out
-}
-
-// completeNames offers list, all and every name to shell completion.
-func completeNames(kind string, entries []entry) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		names := []string{"list\tthe " + kind + "s, in the lesson's order", "all\trun every " + kind}
-		for _, e := range entries {
-			names = append(names, e.name+"\t"+e.summary)
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// oneName accepts exactly one argument: a name, list or all.
-func oneName(kind string, entries []entry) cobra.PositionalArgs {
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.name
-	}
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) > 1 {
-			return usagef("one %s at a time: got %q; run them one by one, or all of them with all", kind, strings.Join(args, " "))
-		}
-		if len(args) != 1 {
-			return usagef("name one %s, or list or all: %s", kind, strings.Join(names, ", "))
-		}
-		if !slices.Contains(names, args[0]) && args[0] != "list" && args[0] != "all" {
-			return usagef("unknown %s %q%s; choose one of %s, or list, or all", kind, args[0], didYouMean(args[0], append(names, "list", "all")), strings.Join(names, ", "))
-		}
-		return nil
-	}
-}
-
-// entryTable lists names with their one-line summaries, for --help.
-func entryTable(entries []entry) string {
-	var b strings.Builder
-	for _, e := range entries {
-		fmt.Fprintf(&b, "  %-20s %s\n", e.name, e.summary)
-	}
-	return strings.TrimRight(b.String(), "\n")
+func scenarioEntries() []names.Entry {
+	return names.EntriesOf(scenarios.All, func(s *lab.Scenario) names.Entry { return names.Entry{Name: s.Name, Summary: s.Summary} })
 }
 
 // nameWidth is the width of the name column: the longest scenario name.
@@ -373,7 +324,7 @@ func nameWidth() int {
 
 // predictions asks, before the run, the quiz's questions about scenario.
 func (a *app) predictions(scenario string) []render.Prediction {
-	if !isTerminal(a.io.In) || !isTerminal(a.io.Out) {
+	if !term.IsTerminal(a.io.In) || !term.IsTerminal(a.io.Out) {
 		fmt.Fprintln(a.io.Err, "bank: --predict asks on a terminal; running straight through")
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/client"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 )
 
 type sendFlags struct {
@@ -84,17 +85,17 @@ func (a *app) statePath(flag string) (string, error) {
 	}
 	home := a.getenv("HOME")
 	if home == "" {
-		return "", usagef("no HOME to keep the draft in: pass --state FILE")
+		return "", exitcode.Usagef("no HOME to keep the draft in: pass --state FILE")
 	}
 	return filepath.Join(home, ".local", "state", "bank", "draft.json"), nil
 }
 
 func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	if f.attempts < 1 {
-		return usagef("--attempts must be at least 1")
+		return exitcode.Usagef("--attempts must be at least 1")
 	}
 	if f.backoff <= 0 || f.deadline <= 0 {
-		return usagef("--backoff and --deadline must be positive, such as 50ms and 30s")
+		return exitcode.Usagef("--backoff and --deadline must be positive, such as 50ms and 30s")
 	}
 	path, err := a.statePath(f.state)
 	if err != nil {
@@ -102,7 +103,7 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	}
 	pending, err := client.LoadDraft(path)
 	if errors.Is(err, client.ErrDamagedDraft) {
-		return envError("%v", err)
+		return exitcode.Envf("%v", err)
 	}
 	if err != nil {
 		return err
@@ -110,14 +111,14 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	var d *client.Draft
 	switch {
 	case f.resume && pending == nil:
-		return usagef("no pending transfer to resume in %s", path)
+		return exitcode.Usagef("no pending transfer to resume in %s", path)
 	case f.resume:
 		d = pending
 		if f.serverSet { // the server moved, say; the key is what keeps it safe
 			d.Server = strings.TrimRight(f.server, "/")
 		}
 	case pending != nil && !f.fresh:
-		return usagef("a transfer is still pending (key %s): finish it with bank send --resume, check it with bank status, or pass --new to start another", pending.Key)
+		return exitcode.Usagef("a transfer is still pending (key %s): finish it with bank send --resume, check it with bank status, or pass --new to start another", pending.Key)
 	default:
 		var missing []string
 		for name, v := range map[string]int64{"--from": f.from, "--to": f.to, "--amount-kobo": f.amount} {
@@ -126,7 +127,7 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 			}
 		}
 		if len(missing) > 0 {
-			return usagef("missing %s: bank send --from 1 --to 2 --amount-kobo 1000000", strings.Join(slices.Sorted(slices.Values(missing)), ", "))
+			return exitcode.Usagef("missing %s: bank send --from 1 --to 2 --amount-kobo 1000000", strings.Join(slices.Sorted(slices.Values(missing)), ", "))
 		}
 		body, _ := json.Marshal(map[string]int64{"from": f.from, "to": f.to, "amountKobo": f.amount})
 		d = &client.Draft{Key: client.NewKey(), Server: strings.TrimRight(f.server, "/"), Token: f.token, Body: body, SavedAt: time.Now().UTC()}
@@ -187,12 +188,12 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	if errors.Is(err, client.ErrNotSent) {
 		report("not_sent", res)
 		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; once the server is up: bank send --resume\n", err, path)
-		return silentExit{exitEnv}
+		return exitcode.Silent{Code: exitcode.Env}
 	}
 	if err != nil {
 		report("unknown", res)
 		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; check with: bank status   or retry with: bank send --resume\n", err, path)
-		return silentExit{exitUnknown}
+		return exitcode.Silent{Code: exitcode.Unknown}
 	}
 	os.Remove(path) // a definitive answer: the intent is settled
 	fmt.Fprintf(out, "server answered %d: %s\n", res.Status, res.Body)
@@ -202,7 +203,7 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 		report("refused", res)
 	}
 	if res.Status/100 != 2 {
-		return nof("the bank refused the transfer: %s", errorCode(res.Body))
+		return exitcode.Nof("the bank refused the transfer: %s", errorCode(res.Body))
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/httpserve"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/wrong"
@@ -79,26 +80,26 @@ transfer has committed (the connection is closed instead of answered), and
 func (a *app) serve(ctx context.Context, f serveFlags) error {
 	switch {
 	case f.loseResponses < 0:
-		return usagef("--lose-responses must be 0 or more")
+		return exitcode.Usagef("--lose-responses must be 0 or more")
 	case f.loseRate < 0 || f.loseRate > 1:
-		return usagef("--lose-rate must be between 0 and 1")
+		return exitcode.Usagef("--lose-rate must be between 0 and 1")
 	case f.lockTTL <= 0:
-		return usagef("--lock-ttl must be positive, such as 30s")
+		return exitcode.Usagef("--lock-ttl must be positive, such as 30s")
 	case f.rateLimit < 0:
-		return usagef("--rate-limit must be 0 (no limit) or more")
+		return exitcode.Usagef("--rate-limit must be 0 (no limit) or more")
 	case f.broken != "" && !slices.Contains(wrong.Names(), f.broken):
-		return usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
+		return exitcode.Usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
 	}
 	if !loopback(f.addr) {
 		if !f.publicTokens {
-			return usagef("--addr %s is not a loopback address: the demo tokens (token-ada, …) are public, so anyone who reaches it may move money; use 127.0.0.1, or say --expose-with-public-tokens", f.addr)
+			return exitcode.Usagef("--addr %s is not a loopback address: the demo tokens (token-ada, …) are public, so anyone who reaches it may move money; use 127.0.0.1, or say --expose-with-public-tokens", f.addr)
 		}
 		fmt.Fprintf(a.io.Err, "bank: warning: listening on %s with the public demo tokens: anyone who can reach it may move money\n", f.addr)
 	}
 	// Listen first: a taken port is reported before PostgreSQL starts.
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		return envError("cannot listen on %s: %s; choose another with --addr", f.addr, reason(err))
+		return exitcode.Envf("cannot listen on %s: %s; choose another with --addr", f.addr, reason(err))
 	}
 	defer ln.Close()
 
@@ -107,7 +108,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		url = a.getenv("DATABASE_URL")
 	}
 	if f.inPlace && url == "" {
-		return usagef("--in-place needs --database-url: the database to serve")
+		return exitcode.Usagef("--in-place needs --database-url: the database to serve")
 	}
 	if a.getenv("PORT") != "" && url != "" {
 		// Run as an app (by a process manager, or bank grade): the
@@ -190,13 +191,13 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 func prepareInPlace(ctx context.Context, pool *pgxpool.Pool) error {
 	var bank bool
 	if err := pool.QueryRow(ctx, "SELECT to_regclass('accounts') IS NOT NULL AND to_regclass('transfers') IS NOT NULL").Scan(&bank); err != nil {
-		return envError("cannot reach the database to serve: %s", reason(err))
+		return exitcode.Envf("cannot reach the database to serve: %s", reason(err))
 	}
 	if !bank {
-		return envError("the database to serve has no accounts and transfers tables: serve a bank the lab made, or leave out --in-place (and PORT) for a fresh one")
+		return exitcode.Envf("the database to serve has no accounts and transfers tables: serve a bank the lab made, or leave out --in-place (and PORT) for a fresh one")
 	}
 	if err := idem.EnsureSchema(ctx, pool); err != nil {
-		return envError("creating the key store: %s", reason(err))
+		return exitcode.Envf("creating the key store: %s", reason(err))
 	}
 	return nil
 }
@@ -227,14 +228,14 @@ func (a *app) serveEnv(cmd *cobra.Command, f *serveFlags) error {
 	if p := a.getenv("PORT"); p != "" && !cmd.Flags().Changed("addr") {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 || n > 65535 {
-			return usagef("PORT=%q is not a port number: set it to one, such as 8080, or use --addr", p)
+			return exitcode.Usagef("PORT=%q is not a port number: set it to one, such as 8080, or use --addr", p)
 		}
 		f.addr = "127.0.0.1:" + p
 	}
 	if ms := a.getenv("LOCK_TTL_MS"); ms != "" && !cmd.Flags().Changed("lock-ttl") {
 		n, err := strconv.Atoi(ms)
 		if err != nil || n <= 0 {
-			return usagef("LOCK_TTL_MS=%q is not a positive number of milliseconds: set it to one, such as 30000, or use --lock-ttl", ms)
+			return exitcode.Usagef("LOCK_TTL_MS=%q is not a positive number of milliseconds: set it to one, such as 30000, or use --lock-ttl", ms)
 		}
 		f.lockTTL = time.Duration(n) * time.Millisecond
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 )
 
 // serveProcess starts `bank serve` as a real process on a free loopback
@@ -254,7 +255,7 @@ func TestSendKilledAndResumed(t *testing.T) {
 	if balance(t, url) != 4_000_000 {
 		t.Fatalf("balance %v: money moved more than once", balance(t, url))
 	}
-	if out, err := command(t, cache, "send", "--resume", "--state", state).CombinedOutput(); exitOf(err) != exitUsage {
+	if out, err := command(t, cache, "send", "--resume", "--state", state).CombinedOutput(); exitOf(err) != exitcode.Usage {
 		t.Fatalf("a settled draft must not resume again: %v\n%s", err, out)
 	}
 }
@@ -317,7 +318,7 @@ func TestSendJSON(t *testing.T) {
 		t.Errorf("bank send --json: %+v", got)
 	}
 	out, err = command(t, cache, "send", "--json", "--server", "http://127.0.0.1:1", "--state", filepath.Join(t.TempDir(), "d.json"), "--from", "1", "--to", "2", "--amount-kobo", "100", "--attempts", "1").Output()
-	if exitOf(err) != exitEnv || !strings.Contains(string(out), `"outcome":"not_sent"`) {
+	if exitOf(err) != exitcode.Env || !strings.Contains(string(out), `"outcome":"not_sent"`) {
 		t.Errorf("bank send --json to no server: exit %d, %q", exitOf(err), out)
 	}
 }
@@ -330,7 +331,7 @@ func TestSendToNoServerIsNotSent(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "draft.json")
 	cache := pgtest.CacheDir(t)
 	out, err := command(t, cache, "send", "--server", "http://127.0.0.1:1", "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "5", "--attempts", "2", "--backoff", "1ms").CombinedOutput()
-	if exitOf(err) != exitEnv || !strings.Contains(string(out), "was not sent") || !strings.Contains(string(out), "safe") || !strings.Contains(string(out), "bank send --resume") || strings.Contains(string(out), "unknown") {
+	if exitOf(err) != exitcode.Env || !strings.Contains(string(out), "was not sent") || !strings.Contains(string(out), "safe") || !strings.Contains(string(out), "bank send --resume") || strings.Contains(string(out), "unknown") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	// --resume goes where --server says, with the body as it first went.
@@ -339,7 +340,7 @@ func TestSendToNoServerIsNotSent(t *testing.T) {
 		t.Fatalf("the resumed send:\n%s", out)
 	}
 	out, err = command(t, cache, "send", "--server", "http://127.0.0.1:1", "--state", state, "--from", "1", "--to", "2", "--amount-kobo", "5").CombinedOutput()
-	if exitOf(err) != exitUsage || !strings.Contains(string(out), "still pending") {
+	if exitOf(err) != exitcode.Usage || !strings.Contains(string(out), "still pending") {
 		t.Fatalf("a pending draft must not be silently replaced: %v\n%s", err, out)
 	}
 }
@@ -347,11 +348,11 @@ func TestSendToNoServerIsNotSent(t *testing.T) {
 func TestSendUsage(t *testing.T) {
 	t.Parallel()
 	r := cli(t, map[string]string{"HOME": t.TempDir()}, "send", "--from", "1", "--to", "2")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "missing --amount-kobo") {
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "missing --amount-kobo") {
 		t.Fatalf("%+v", r)
 	}
 	r = cli(t, map[string]string{"HOME": t.TempDir()}, "send", "--from", "1", "--to", "2", "--amount-kobo", "ten")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "--amount-kobo") {
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "--amount-kobo") {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -374,7 +375,7 @@ func TestServePortTaken(t *testing.T) {
 	}
 	defer l.Close()
 	r := cli(t, nil, "serve", "--addr", l.Addr().String())
-	if r.code != exitEnv || !strings.Contains(r.stderr, "cannot listen on "+l.Addr().String()) {
+	if r.code != exitcode.Env || !strings.Contains(r.stderr, "cannot listen on "+l.Addr().String()) {
 		t.Fatalf("%+v", r)
 	}
 	oneLine(t, r)
@@ -444,7 +445,7 @@ func TestServeTakesTheTwelveFactorSettings(t *testing.T) {
 	}
 	for _, env := range []map[string]string{{"PORT": "eighty"}, {"LOCK_TTL_MS": "-5"}} {
 		r := cli(t, env, "serve")
-		if r.code != exitUsage {
+		if r.code != exitcode.Usage {
 			t.Errorf("%v: exit %d %q", env, r.code, r.stderr)
 		}
 		oneLine(t, r)

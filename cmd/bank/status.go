@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zudojs/bank/bank/client"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 )
 
 // bank status: what happened to a transfer, asked by its key.
@@ -32,7 +33,7 @@ Without KEY, the pending draft's key, server and token are used.`,
 			}
 			d, err := client.LoadDraft(path)
 			if errors.Is(err, client.ErrDamagedDraft) {
-				return envError("%v", err)
+				return exitcode.Envf("%v", err)
 			}
 			if err != nil {
 				return err
@@ -51,12 +52,12 @@ Without KEY, the pending draft's key, server and token are used.`,
 				}
 			}
 			if key == "" {
-				return usagef("name the idempotency key: bank status KEY (no pending draft in %s)", path)
+				return exitcode.Usagef("name the idempotency key: bank status KEY (no pending draft in %s)", path)
 			}
 			c := &client.Client{BaseURL: strings.TrimRight(server, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Second}}
 			st, body, err := c.Lookup(cmd.Context(), key)
 			if err != nil {
-				return envError("%v", err)
+				return exitcode.Envf("%v", err)
 			}
 			if d != nil && d.Key == key && st == "completed" {
 				os.Remove(path)

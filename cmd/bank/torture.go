@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
 	"github.com/zudojs/bank/scenarios/wrong"
 )
@@ -55,13 +57,13 @@ How to read the report, and a measured run: bank help torture.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case f.intents < 1 || f.clients < 1 || f.replicas < 1 || f.accounts < 2:
-				return usagef("--intents, --clients and --replicas must be at least 1, --accounts at least 2")
+				return exitcode.Usagef("--intents, --clients and --replicas must be at least 1, --accounts at least 2")
 			case f.lockTTL <= 0:
-				return usagef("--lock-ttl must be positive, such as 2s")
+				return exitcode.Usagef("--lock-ttl must be positive, such as 2s")
 			case f.duration < 0:
-				return usagef("--duration must be 0 (no bound) or positive")
+				return exitcode.Usagef("--duration must be 0 (no bound) or positive")
 			case f.mistake != "" && !slices.Contains(wrong.Names(), f.mistake):
-				return usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
+				return exitcode.Usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
 			}
 			return a.torture(cmd.Context(), f)
 		},
@@ -114,7 +116,7 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 		}
 		cfg.Faults = append(cfg.Faults, fault)
 	}
-	if isTerminal(a.io.Err) {
+	if term.IsTerminal(a.io.Err) {
 		cfg.Live = a.io.Err
 	}
 	if db.server != nil {
@@ -128,7 +130,7 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	if f.history != "" {
 		h, err := os.Create(f.history)
 		if err != nil {
-			return usagef("--history: %v", err)
+			return exitcode.Usagef("--history: %v", err)
 		}
 		defer h.Close()
 		cfg.History = h
@@ -147,9 +149,9 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	case "valid":
 		return nil
 	case "invalid":
-		return silentExit{exitNo}
+		return exitcode.Silent{Code: exitcode.No}
 	case "unknown":
-		return silentExit{exitUnknown}
+		return exitcode.Silent{Code: exitcode.Unknown}
 	}
 	return fmt.Errorf("torture gave the verdict %q, which is none of valid, invalid and unknown", rep.Verdict)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
 )
 
@@ -26,7 +27,7 @@ func tortureJSON(t *testing.T, args ...string) (torture.Report, int, string) {
 func TestTortureValid(t *testing.T) {
 	t.Parallel()
 	rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "2000", "--lock-ttl", "1s")
-	if code != exitOK || rep.Verdict != "valid" {
+	if code != exitcode.OK || rep.Verdict != "valid" {
 		t.Fatalf("exit %d, verdict %q: %s", code, rep.Verdict, out)
 	}
 	for _, fault := range append(torture.AllFaults, "takeovers (seen by the servers)", "fencing rejections (seen by the servers)") {
@@ -46,7 +47,7 @@ func TestTortureCatchesEachMistake(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "400", "--lock-ttl", "1s", "--break", mode)
-			if code != exitNo || rep.Verdict != "invalid" || len(rep.Offending) == 0 {
+			if code != exitcode.No || rep.Verdict != "invalid" || len(rep.Offending) == 0 {
 				t.Fatalf("exit %d, verdict %q, offending %v: %s", code, rep.Verdict, rep.Offending, out)
 			}
 		})

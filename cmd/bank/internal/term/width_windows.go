@@ -1,4 +1,4 @@
-package main
+package term
 
 import (
 	"os"
@@ -6,9 +6,9 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// terminalWidth is the columns of the console v is, or 0 when it is not
+// Width is the columns of the console v is, or 0 when it is not
 // one.
-func terminalWidth(v any) int {
+func Width(v any) int {
 	f, ok := v.(*os.File)
 	if !ok {
 		return 0

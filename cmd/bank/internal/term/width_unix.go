@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package term
 
 import (
 	"os"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// terminalWidth is the columns of the terminal v is, or 0 when it is not
+// Width is the columns of the terminal v is, or 0 when it is not
 // one (or does not say).
-func terminalWidth(v any) int {
+func Width(v any) int {
 	f, ok := v.(*os.File)
 	if !ok {
 		return 0

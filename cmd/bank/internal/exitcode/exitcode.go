@@ -1,4 +1,8 @@
-package main
+// Package exitcode is what bank's exit status means: the codes, each of
+// which means one thing for every command (bank help exit-codes is the
+// table a learner reads), the errors that carry them, and Of, which maps
+// any error a command returns to its code.
+package exitcode
 
 import (
 	"context"
@@ -20,13 +24,13 @@ import (
 // Exit codes, in one place: each means one thing, for every command
 // (bank help exit-codes is the table a learner reads).
 const (
-	exitOK          = 0   // done: the lesson came out as taught, the check passed, the transfer was made
-	exitNo          = 1   // the verdict is no: not as taught, a failed grade, exercise or quiz, a refused transfer, torture invalid
-	exitUsage       = 2   // bad command line (or a setting in the environment that stands for one)
-	exitEnv         = 3   // the machine: PostgreSQL, a port, a file, a program that cannot be run or reached
-	exitUnknown     = 4   // no verdict: bank send gave up with the outcome unknown, torture's verdict unknown
-	exitInternal    = 5   // the lab itself broke: an error that is none of the above
-	exitInterrupted = 130 // Ctrl-C (SIGINT) or SIGTERM
+	OK          = 0   // done: the lesson came out as taught, the check passed, the transfer was made
+	No          = 1   // the verdict is no: not as taught, a failed grade, exercise or quiz, a refused transfer, torture invalid
+	Usage       = 2   // bad command line (or a setting in the environment that stands for one)
+	Env         = 3   // the machine: PostgreSQL, a port, a file, a program that cannot be run or reached
+	Unknown     = 4   // no verdict: bank send gave up with the outcome unknown, torture's verdict unknown
+	Internal    = 5   // the lab itself broke: an error that is none of the above
+	Interrupted = 130 // Ctrl-C (SIGINT) or SIGTERM
 )
 
 // usageError is a mistake on the command line.
@@ -34,7 +38,8 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+// Usagef is a mistake on the command line (exit 2).
+func Usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 // noError is a verdict of no, with its one line: the answer the command
 // exists to give, not a failure of the command.
@@ -42,45 +47,47 @@ type noError struct{ msg string }
 
 func (e noError) Error() string { return e.msg }
 
-func nof(format string, args ...any) error { return noError{fmt.Sprintf(format, args...)} }
+// Nof is a verdict of no, with its one line (exit 1).
+func Nof(format string, args ...any) error { return noError{fmt.Sprintf(format, args...)} }
 
-// envError is an environment failure that is not PostgreSQL's.
-func envError(format string, args ...any) error {
+// Envf is an environment failure that is not PostgreSQL's (exit 3).
+func Envf(format string, args ...any) error {
 	return &pgserver.Error{Err: fmt.Errorf(format, args...)}
 }
 
-// silentExit carries an exit code whose explanation was already printed.
-type silentExit struct{ code int }
+// Silent carries an exit code whose explanation was already printed.
+type Silent struct{ Code int }
 
-func (e silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
+func (e Silent) Error() string { return fmt.Sprintf("exit %d", e.Code) }
 
-func exitCode(err error) int {
+// Of is the exit code for err, the error a command returned (nil: OK).
+func Of(err error) int {
 	var u usageError
 	var no noError
-	var s silentExit
+	var s Silent
 	switch {
 	case err == nil:
-		return exitOK
+		return OK
 	case errors.As(err, &s):
-		return s.code
+		return s.Code
 	case errors.As(err, &u):
-		return exitUsage
+		return Usage
 	case errors.Is(err, context.Canceled):
-		return exitInterrupted
+		return Interrupted
 	case errors.As(err, &no):
-		return exitNo
-	case fromEnvironment(err):
-		return exitEnv
+		return No
+	case FromEnvironment(err):
+		return Env
 	}
-	return exitInternal
+	return Internal
 }
 
-// fromEnvironment reports whether err says the machine failed the lab
+// FromEnvironment reports whether err says the machine failed the lab
 // rather than the lab failing: PostgreSQL not started, not reached, gone,
 // full or shutting down; the network; a file the lab could not read or
 // write; a program it could not run, or a child (bank serve) that did not
 // start.
-func fromEnvironment(err error) bool {
+func FromEnvironment(err error) bool {
 	var env *pgserver.Error
 	var connect *pgconn.ConnectError
 	var network net.Error

@@ -1,4 +1,4 @@
-package main
+package names
 
 import (
 	"slices"
@@ -8,11 +8,11 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// didYouMean is " (did you mean NAME?)" for the name closest to a
+// DidYouMean is " (did you mean NAME?)" for the name closest to a
 // mistyped one, when one is close enough: one that starts with what was
 // typed, or at most two edits away (three for a name of six letters or
 // more); "" otherwise.
-func didYouMean(typed string, names []string) string {
+func DidYouMean(typed string, names []string) string {
 	limit := 2
 	if len(typed) >= 6 {
 		limit = 3
@@ -41,10 +41,10 @@ var flagSynonyms = map[string][]string{
 	"port": {"server", "addr", "pg-port"}, "db": {"database-url"}, "database": {"database-url"},
 }
 
-// flagSuggestion is " (did you mean --NAME?)" for an unknown flag, when
+// FlagSuggestion is " (did you mean --NAME?)" for an unknown flag, when
 // the command has one by another name for the same idea, or one spelt
 // nearly so.
-func flagSuggestion(cmd *cobra.Command, err error) string {
+func FlagSuggestion(cmd *cobra.Command, err error) string {
 	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 	if !ok {
 		return ""
@@ -58,7 +58,7 @@ func flagSuggestion(cmd *cobra.Command, err error) string {
 			return " (did you mean --" + s + "?)"
 		}
 	}
-	return strings.Replace(didYouMean(name, names), "(did you mean ", "(did you mean --", 1)
+	return strings.Replace(DidYouMean(name, names), "(did you mean ", "(did you mean --", 1)
 }
 
 // editDistance is the Levenshtein distance between a and b.

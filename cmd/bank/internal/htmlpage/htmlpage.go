@@ -1,0 +1,83 @@
+// Package htmlpage is the web page of --html (bank scenario and bank
+// mistake): the runs are recorded as they go, and the page is written
+// only once it is whole, through package outfile, or to standard output
+// for --html -. A path that cannot be written is a usage error (exit 2,
+// package exitcode).
+package htmlpage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/outfile"
+	"github.com/zudojs/bank/scenarios/render"
+)
+
+// Page is an --html file being made: the runs are recorded as they go,
+// and the page replaces the file only once it is whole.
+type Page struct {
+	file   *outfile.File
+	stdout io.Writer        // --html -: the page is the output
+	Rec    *render.Recorder // the runs, as they go
+}
+
+// Start prepares --html FILE (nothing when path is ""): it checks
+// now, before any run, that the file can be written, by making the
+// temporary file it will become (package outfile: never through a link,
+// never over a device, a FIFO or a directory). "-" is standard output,
+// *out, and then the page is the only output (the transcript is not
+// printed beside it: *out becomes io.Discard).
+func Start(path string, out *io.Writer) (*Page, error) {
+	switch path {
+	case "":
+		return nil, nil
+	case "-":
+		p := &Page{stdout: *out, Rec: &render.Recorder{}}
+		*out = io.Discard
+		return p, nil
+	}
+	f, err := outfile.Create(path, ".bank-page-*.html")
+	if err != nil {
+		return nil, htmlError(err)
+	}
+	return &Page{file: f, Rec: &render.Recorder{}}, nil
+}
+
+// htmlError says what was wrong with --html's path, as a usage error.
+func htmlError(err error) error {
+	var bad *outfile.NotAFile
+	var room *outfile.NoRoom
+	switch {
+	case errors.As(err, &bad):
+		return exitcode.Usagef("--html %s is %s: name a new file or a regular one, such as crash.html, or - for standard output", bad.Path, bad.What)
+	case errors.As(err, &room):
+		return exitcode.Usagef("--html: %v", room)
+	}
+	return fmt.Errorf("--html: %w", err)
+}
+
+// Write finishes the page and puts it in place.
+func (p *Page) Write() error {
+	switch {
+	case p == nil:
+		return nil
+	case p.stdout != nil:
+		return render.WriteHTML(p.stdout, p.Rec.Runs)
+	}
+	if err := render.WriteHTML(p.file, p.Rec.Runs); err != nil {
+		return err
+	}
+	if err := p.file.Commit(); err != nil {
+		return htmlError(err)
+	}
+	return nil
+}
+
+// Discard removes the temporary file of a page that was not finished.
+func (p *Page) Discard() {
+	if p != nil {
+		p.file.Discard()
+	}
+}
