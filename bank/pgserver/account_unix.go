@@ -29,7 +29,7 @@ func currentRunAs() (*runAs, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
-	for _, name := range []string{"postgres", "nobody"} {
+	for _, name := range []string{"postgres", "_postgres", "nobody"} { // _postgres: macOS
 		u, err := user.Lookup(name)
 		if err != nil {
 			continue
@@ -41,7 +41,7 @@ func currentRunAs() (*runAs, error) {
 		}
 		return &runAs{name: u.Username, uid: uid, gid: gid}, nil
 	}
-	return nil, fmt.Errorf("running as root, and PostgreSQL refuses root: create a 'postgres' account, or run bank as an ordinary user")
+	return nil, fmt.Errorf("running as root, and PostgreSQL refuses root: create a 'postgres' account (macOS has '_postgres'), or run bank as an ordinary user")
 }
 
 // spec makes s run as the account (as is, when bank is not root).

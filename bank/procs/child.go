@@ -37,6 +37,9 @@ func (s *Spec) start(cmd *exec.Cmd) (*Child, error) {
 	}
 	go func() {
 		c.err = cmd.Wait()
+		if c.mark == "" {
+			reaped(cmd)
+		}
 		close(c.done)
 	}()
 	return c, nil
@@ -62,7 +65,12 @@ func (c *Child) startGroup(how OnParentDeath) error {
 		release()
 		return err
 	}
-	startedGroup(cmd, how, c.mark)
+	if err := startedGroup(cmd, how, c.mark); err != nil {
+		cmd.Process.Kill()
+		release()
+		cmd.Wait()
+		return err
+	}
 	release() // only now may the command run, and start children
 	return nil
 }

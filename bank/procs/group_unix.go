@@ -18,12 +18,22 @@ const (
 )
 
 // bindGroup makes cmd the leader of a new process group, and holds it at
-// the door: it starts as a shell that waits for a byte on a pipe before
-// it becomes the command (exec: same process, same group). The returned
-// function lets it go. So the group is in the watchdog's list before the
+// the door (gate), so that the group is in the watchdog's list before the
 // command can start a single child; otherwise a lab killed in that
 // moment would leave the child behind.
 func bindGroup(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
+	release, err = bind(cmd, how)
+	if err != nil || gatesEveryChild {
+		return release, err
+	}
+	cmd.SysProcAttr.Setpgid = true
+	return gate(cmd)
+}
+
+// gate holds cmd at the door: it starts as a shell that waits for a byte
+// on a pipe before it becomes the command (exec: same process, same
+// group). The returned function lets it go.
+func gate(cmd *exec.Cmd) (release func(), err error) {
 	gate, open, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -31,8 +41,6 @@ func bindGroup(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
 	args := append([]string{"sh", "-c", `read _ <&3; exec 3<&-; exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)
 	cmd.Path, cmd.Args = "/bin/sh", args
 	cmd.ExtraFiles = append([]*os.File{gate}, cmd.ExtraFiles...) // fd 3
-	bind(cmd, how)
-	cmd.SysProcAttr.Setpgid = true
 	return func() {
 		gate.Close()
 		open.Write([]byte{'\n'})
@@ -43,8 +51,8 @@ func bindGroup(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
 // startedGroup has the watchdog signal the whole group when the lab dies,
 // and kill every process carrying its mark: the parent-death signal
 // reaches only the leader.
-func startedGroup(cmd *exec.Cmd, how OnParentDeath, mark string) {
-	watchGroup(cmd.Process.Pid, signalName(how), mark)
+func startedGroup(cmd *exec.Cmd, how OnParentDeath, mark string) error {
+	return watchGroup(cmd.Process.Pid, signalName(how), mark)
 }
 
 // signal sends sig to the child, or to a Group's whole group.

@@ -14,11 +14,10 @@ const (
 )
 
 func bindGroup(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
-	bind(cmd, how)
-	return func() {}, nil
+	return bind(cmd, how)
 }
 
-func startedGroup(*exec.Cmd, OnParentDeath, string) {}
+func startedGroup(*exec.Cmd, OnParentDeath, string) error { return nil }
 
 // killMarked: on Windows the job object ends every process the lab
 // started, whatever it did, when the lab ends.

@@ -30,12 +30,23 @@ const (
 
 // start prepares cmd so that the child dies with the lab (fields already
 // set in cmd.SysProcAttr, such as Credential, are kept), starts it, and
-// tells the platform's watchdog, where there is one.
+// tells the platform's watchdog, where there is one, before the child
+// may run: a child the lab cannot tie to itself is not left running.
 func start(cmd *exec.Cmd, how OnParentDeath) error {
-	bind(cmd, how)
-	if err := cmd.Start(); err != nil {
+	release, err := bind(cmd, how)
+	if err != nil {
 		return err
 	}
-	started(cmd, how)
+	if err := cmd.Start(); err != nil {
+		release()
+		return err
+	}
+	if err := started(cmd, how); err != nil {
+		cmd.Process.Kill()
+		release()
+		cmd.Wait()
+		return err
+	}
+	release()
 	return nil
 }

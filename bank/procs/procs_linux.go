@@ -5,7 +5,9 @@ import (
 	"syscall"
 )
 
-func bind(cmd *exec.Cmd, how OnParentDeath) {
+// bind: the kernel ties the child to the lab from its first instruction,
+// so it needs no holding at the door (release does nothing).
+func bind(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -13,9 +15,16 @@ func bind(cmd *exec.Cmd, how OnParentDeath) {
 	// so it survives the change of account (the kernel clears it on a
 	// change of uid, and Go's child sets it afterwards).
 	cmd.SysProcAttr.Pdeathsig = signalFor(how)
+	return func() {}, nil
 }
 
-func started(*exec.Cmd, OnParentDeath) {}
+func started(*exec.Cmd, OnParentDeath) error { return nil }
+
+// reaped: nothing to forget; the kernel holds no list.
+func reaped(*exec.Cmd) {}
+
+// gatesEveryChild: only a Group's child is held at the door (bindGroup).
+const gatesEveryChild = false
 
 func signalFor(how OnParentDeath) syscall.Signal {
 	if how == Interrupt {

@@ -2,6 +2,7 @@ package procs
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"sync"
 	"unsafe"
@@ -12,14 +13,17 @@ import (
 var job struct {
 	once sync.Once
 	h    windows.Handle
+	err  error
 }
 
 // bind puts the lab itself into a job object that kills its members when
-// the last handle to it closes; children inherit the membership.
-func bind(*exec.Cmd, OnParentDeath) {
+// the last handle to it closes; children inherit the membership. Without
+// one no child is started: it could outlive the lab.
+func bind(*exec.Cmd, OnParentDeath) (release func(), err error) {
 	job.once.Do(func() {
 		h, err := windows.CreateJobObject(nil, nil)
 		if err != nil {
+			job.err = err
 			return
 		}
 		info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{}
@@ -27,17 +31,25 @@ func bind(*exec.Cmd, OnParentDeath) {
 		if _, err := windows.SetInformationJobObject(h, windows.JobObjectExtendedLimitInformation,
 			uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 			windows.CloseHandle(h)
+			job.err = err
 			return
 		}
 		if err := windows.AssignProcessToJobObject(h, windows.CurrentProcess()); err != nil {
 			windows.CloseHandle(h)
+			job.err = err
 			return
 		}
 		job.h = h // kept open for the life of the lab
 	})
+	if job.err != nil {
+		return nil, fmt.Errorf("the job object that ends the lab's children with it: %w", job.err)
+	}
+	return func() {}, nil
 }
 
-func started(*exec.Cmd, OnParentDeath) {}
+func started(*exec.Cmd, OnParentDeath) error { return nil }
+
+func reaped(*exec.Cmd) {}
 
 var errNoSignals = errors.New("pausing a process is not supported on Windows")
 

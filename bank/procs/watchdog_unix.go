@@ -42,25 +42,37 @@ done
 
 var watchdog struct {
 	sync.Mutex
-	in io.WriteCloser
+	in    io.WriteCloser
+	shell string // /bin/sh; a test names one that is not there
 }
 
 // watchGroup asks the watchdog (started on first use) to send sig to
 // process group pgid when the lab dies, and to kill the processes that
-// carry mark.
-func watchGroup(pgid int, sig, mark string) {
+// carry mark. A watchdog that cannot start, or has died, is an error: the
+// child would outlive the lab.
+func watchGroup(pgid int, sig, mark string) error {
 	watchdog.Lock()
 	defer watchdog.Unlock()
 	if watchdog.in == nil {
-		w := exec.Command("/bin/sh", "-c", watchdogScript)
+		shell := watchdog.shell
+		if shell == "" {
+			shell = "/bin/sh"
+		}
+		w := exec.Command(shell, "-c", watchdogScript)
 		w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		in, err := w.StdinPipe()
-		if err != nil || w.Start() != nil {
-			return
+		if err == nil {
+			err = w.Start()
+		}
+		if err != nil {
+			return fmt.Errorf("the watchdog that ends the lab's children with it (%s) could not start: %w", shell, err)
 		}
 		watchdog.in = in
 	}
-	fmt.Fprintln(watchdog.in, pgid, sig, mark)
+	if _, err := fmt.Fprintln(watchdog.in, pgid, sig, mark); err != nil {
+		return fmt.Errorf("the watchdog that ends the lab's children with it is gone: %w", err)
+	}
+	return nil
 }
 
 // signalName is how the watchdog names the signal.

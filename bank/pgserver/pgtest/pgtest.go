@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -122,8 +123,15 @@ func FreshCacheDir(tb testing.TB) string {
 
 func newCacheDir() (string, error) {
 	parent := os.TempDir()
-	if os.Geteuid() == 0 {
+	switch {
+	case os.Geteuid() == 0:
 		parent = "/var/tmp"
+	case runtime.GOOS != "windows" && len(parent) > 20:
+		// macOS's $TMPDIR (/var/folders/…/T/, about 49 bytes) would put
+		// the slots' unix sockets past the 100 bytes pgserver allows
+		// (a socket's path has room for 104): /tmp keeps them short.
+		// The directory's name is random, as in $TMPDIR.
+		parent = "/tmp"
 	}
 	dir, err := os.MkdirTemp(parent, "bank-test-")
 	if err == nil {
