@@ -200,7 +200,7 @@ func TestGradeCorpusMistakes(t *testing.T) {
 // graded grades a server and checks its card against want.
 func graded(t *testing.T, want mistaken, server ...string) {
 	t.Helper()
-	rep, failed, out := gradeInTwo(t, want.maybe, server...)
+	rep, failed, out := gradeAll(t, want.maybe, server...)
 	if len(want.fail) > 0 && !failed {
 		t.Errorf("no check failed")
 	}

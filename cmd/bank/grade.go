@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
+	"github.com/zudojs/bank/cmd/bank/internal/outfile"
 )
 
 type gradeFlags struct {
@@ -25,6 +28,9 @@ type gradeFlags struct {
 	lockTTL      time.Duration
 	startTimeout time.Duration
 	only         []string
+	jobs, repeat int
+	junit        string
+	points       []string // NAME=N
 }
 
 func (a *app) gradeCommand() *cobra.Command {
@@ -71,6 +77,10 @@ bad command line, 3 when the server cannot be run or never listens.`,
 	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the lock TTL given to the server as LOCK_TTL_MS")
 	cmd.Flags().DurationVar(&f.startTimeout, "start-timeout", 20*time.Second, "how long the server may take to listen on its PORT")
 	cmd.Flags().StringSliceVar(&f.only, "only", nil, "run only these checks (comma-separated): "+strings.Join(grade.Names(), ", "))
+	cmd.Flags().IntVar(&f.repeat, "repeat", 1, "run each check N times, each on a fresh database, and say how many runs failed: a race may show in one run of four")
+	cmd.Flags().IntVar(&f.jobs, "jobs", 0, fmt.Sprintf("checks run side by side, each with its own database and servers (default %d here: twice the cores, 2 to 6; 1 runs them one after another)", grade.DefaultJobs()))
+	cmd.Flags().StringVar(&f.junit, "junit", "", "also write the report as JUnit XML (one testcase per check, n/a as skipped) to this file, for CI; - for standard output instead of the card")
+	cmd.Flags().StringSliceVar(&f.points, "points", nil, "what a passed check is worth in --json and --junit, as NAME=N (comma-separated; 1 each unless named), such as crash=5,pause=5")
 	return cmd
 }
 
@@ -82,9 +92,19 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		return exitcode.Usagef("--start-timeout must be positive, such as 20s")
 	}
 	for _, name := range f.only {
-		if !slices.Contains(grade.Names(), name) {
-			return exitcode.Usagef("unknown check %q%s in --only; checks: %s", name, names.DidYouMean(name, grade.Names()), strings.Join(grade.Names(), ", "))
+		if err := knownCheck(name, "--only"); err != nil {
+			return err
 		}
+	}
+	if f.repeat < 1 || f.repeat > 1000 {
+		return exitcode.Usagef("--repeat must be between 1 and 1000, such as 20")
+	}
+	if f.jobs < 0 || f.jobs > 64 {
+		return exitcode.Usagef("--jobs must be between 1 and 64, such as 4 (leave it out for %d)", grade.DefaultJobs())
+	}
+	points, err := parsePoints(f.points)
+	if err != nil {
+		return err
 	}
 	if _, err := exec.LookPath(command[0]); err != nil {
 		// As for bank exercise: a server that cannot be started is the
@@ -95,6 +115,15 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if err != nil {
 		return err
 	}
+	var junit *outfile.File
+	if f.junit != "" && f.junit != "-" {
+		// Made now, before any check runs, so that a path it cannot
+		// write is said at once; put in place only once it is whole.
+		if junit, err = outfile.Create(f.junit, ".bank-junit-*.xml"); err != nil {
+			return htmlpage.PathError("--junit", "grade.xml", err)
+		}
+		defer junit.Discard()
+	}
 	db, err := a.openDatabaseFor(ctx, pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText(), Setup: bank.SetupCore}, true)
 	if err != nil {
 		return err
@@ -102,6 +131,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	defer db.close()
 	cfg := grade.Config{
 		Command: command, LockTTL: f.lockTTL, StartTimeout: f.startTimeout, Only: f.only,
+		Jobs: f.jobs, Repeat: f.repeat, Points: points,
 		NewDatabase: func(ctx context.Context, label string) (string, string, func(), error) {
 			d, err := db.clones.NewDatabase(ctx, label)
 			if err != nil {
@@ -123,9 +153,11 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if !f.json {
 		cfg.Progress = a.io.Err
 	}
+	start := time.Now()
 	rep, err := grade.Run(ctx, cfg)
+	card := !f.json && f.junit != "-" // the card goes to the output unless something else does
 	if se, ok := grade.IsStartError(err); ok {
-		if !f.json {
+		if card {
 			rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
 		}
 		msg := "bank: " + se.Why
@@ -138,19 +170,58 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if err != nil {
 		return err
 	}
+	took := time.Since(start)
+	switch {
+	case f.junit == "-":
+		if err := rep.WriteJUnit(a.io.Out, command, f.lockTTL, took); err != nil {
+			return err
+		}
+	case junit != nil:
+		if err := rep.WriteJUnit(junit, command, f.lockTTL, took); err != nil {
+			return err
+		}
+		if err := junit.Commit(); err != nil {
+			return htmlpage.PathError("--junit", "grade.xml", err)
+		}
+	}
 	if f.json {
 		enc := json.NewEncoder(a.io.Out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
-	} else {
+	} else if card {
 		rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
 	}
 	if !rep.Passed {
 		return exitcode.Silent{Code: exitcode.No}
 	}
 	return nil
+}
+
+// knownCheck refuses a name that is not a check's, in flag's value.
+func knownCheck(name, flag string) error {
+	if slices.Contains(grade.Names(), name) {
+		return nil
+	}
+	return exitcode.Usagef("unknown check %q%s in %s; checks: %s", name, names.DidYouMean(name, grade.Names()), flag, strings.Join(grade.Names(), ", "))
+}
+
+// parsePoints reads --points: NAME=N for each check given a worth.
+func parsePoints(pairs []string) (map[string]int, error) {
+	points := map[string]int{}
+	for _, p := range pairs {
+		name, n, ok := strings.Cut(p, "=")
+		worth, err := strconv.Atoi(n)
+		if !ok || err != nil || worth < 0 || worth > 1000 {
+			return nil, exitcode.Usagef("--points takes NAME=N with N a whole number from 0 to 1000, such as crash=5: got %q", p)
+		}
+		if err := knownCheck(name, "--points"); err != nil {
+			return nil, err
+		}
+		points[name] = worth
+	}
+	return points, nil
 }
 
 func lookPathReason(err error) string {

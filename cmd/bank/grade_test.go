@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,7 +80,7 @@ func TestGradeDraftOnlyServerPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, failed, out := gradeInTwo(t, nil, "env", draftOnlyRole+"=1", self)
+	rep, failed, out := gradeAll(t, nil, "env", draftOnlyRole+"=1", self)
 	if failed {
 		t.Errorf("a check failed:\n%s", out)
 	}
@@ -94,18 +94,28 @@ func TestGradeDraftOnlyServerPasses(t *testing.T) {
 	}
 }
 
-// graders bounds how many bank grade runs the tests make at once: each
-// starts PostgreSQL and servers, and a dozen at once on two cores starve
-// every other test of the run (and the lock-timed checks themselves).
-var graders = make(chan struct{}, 4)
+// graders bounds how many bank grade runs the tests make at once, and
+// testJobs how many checks each runs side by side: each check starts
+// servers on a database of its own, and a dozen at once on two cores
+// starve every other test of the run (and the lock-timed checks
+// themselves).
+var graders = make(chan struct{}, 3)
+
+const testJobs = "2"
 
 // gradeTTL runs bank grade --json on a server command, with --only
-// checks (all of them if ""), the servers' LOCK_TTL_MS given.
+// checks (all of them if ""), the servers' LOCK_TTL_MS given, testJobs
+// checks at a time. extra flags go before the command.
 func gradeTTL(t *testing.T, ttl, checks string, server ...string) (grade.Report, int, string) {
+	t.Helper()
+	return gradeWith(t, []string{"--lock-ttl", ttl, "--jobs", testJobs}, checks, server...)
+}
+
+func gradeWith(t *testing.T, flags []string, checks string, server ...string) (grade.Report, int, string) {
 	t.Helper()
 	graders <- struct{}{}
 	defer func() { <-graders }()
-	args := []string{"grade", "--json", "--lock-ttl", ttl}
+	args := append([]string{"grade", "--json"}, flags...)
 	if checks != "" {
 		args = append(args, "--only", checks)
 	}
@@ -121,52 +131,26 @@ func gradeTTL(t *testing.T, ttl, checks string, server ...string) (grade.Report,
 	return rep, exitOf(err), string(out)
 }
 
-// gradeInTwo grades a server with two graders side by side, each with
-// part of the checks: the ones that wait out a lock or run torture, and
-// the rest. Together they are every check but skip's. It returns their
-// results together, whether a part failed (exit 1) as it may, and their
-// output; any other exit fails the test.
-func gradeInTwo(t *testing.T, skip []string, server ...string) (grade.Report, bool, string) {
+// gradeAll grades a server on every check but skip's, side by side, with
+// a 2 s lock (the faults timed against it, such as pause's copy reaching
+// server B before A's lock expires, need it on a machine as loaded as
+// make test's). It returns the results, whether the grade failed (exit 1)
+// as it may, and the output; any other exit fails the test.
+func gradeAll(t *testing.T, skip []string, server ...string) (grade.Report, bool, string) {
 	t.Helper()
-	var slow, quick []string
+	var checks []string
 	for _, c := range grade.Checks {
-		switch {
-		case slices.Contains(skip, c.Name):
-		case c.Name == "crash" || c.Name == "pause" || c.Name == "torture":
-			slow = append(slow, c.Name)
-		default:
-			quick = append(quick, c.Name)
+		if !slices.Contains(skip, c.Name) {
+			checks = append(checks, c.Name)
 		}
 	}
-	var rep grade.Report
-	var outs []string
-	failed := false
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i, part := range [][]string{slow, quick} {
-		// The slow checks are the ones whose faults are timed against the
-		// lock (pause must reach server B before A's lock expires): on a
-		// machine as loaded as make test's, they get a 2 s lock.
-		ttl := map[bool]string{true: "2s", false: "1s"}[i == 0]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, code, out := gradeTTL(t, ttl, strings.Join(part, ","), server...)
-			mu.Lock()
-			defer mu.Unlock()
-			rep.Results = append(rep.Results, r.Results...)
-			outs = append(outs, out)
-			if code == exitcode.No && !r.Passed {
-				failed = true
-			} else if code != exitcode.OK || !r.Passed {
-				t.Errorf("exit %d, passed %v:\n%s", code, r.Passed, out)
-			}
-		}()
+	rep, code, out := gradeTTL(t, "2s", strings.Join(checks, ","), server...)
+	failed := code == exitcode.No && !rep.Passed
+	if !failed && (code != exitcode.OK || !rep.Passed) {
+		t.Errorf("exit %d, passed %v:\n%s", code, rep.Passed, out)
 	}
-	wg.Wait()
-	out := strings.Join(outs, "\n")
-	if len(rep.Results) != len(slow)+len(quick) {
-		t.Fatalf("%d results for %d checks:\n%s", len(rep.Results), len(slow)+len(quick), out)
+	if len(rep.Results) != len(checks) {
+		t.Fatalf("%d results for %d checks:\n%s", len(rep.Results), len(checks), out)
 	}
 	return rep, failed, out
 }
@@ -182,7 +166,7 @@ func verdicts(rep grade.Report) map[string]string {
 // passesEveryCheck grades a server that must pass every check.
 func passesEveryCheck(t *testing.T, server ...string) {
 	t.Helper()
-	rep, failed, out := gradeInTwo(t, nil, server...)
+	rep, failed, out := gradeAll(t, nil, server...)
 	if failed {
 		t.Errorf("a check failed:\n%s", out)
 	}
@@ -197,7 +181,73 @@ func passesEveryCheck(t *testing.T, server ...string) {
 // would be, holds on every check.
 func TestGradeLabServerPasses(t *testing.T) {
 	t.Parallel()
-	passesEveryCheck(t, bankBinary(t), "serve")
+	// As a learner runs it: every check, as many side by side as bank
+	// grade chooses, the default lock.
+	rep, code, out := gradeWith(t, nil, "", bankBinary(t), "serve")
+	if code != exitcode.OK || !rep.Passed || len(rep.Results) != len(grade.Checks) || rep.Points != len(grade.Checks) || rep.MaxPoints != len(grade.Checks) {
+		t.Fatalf("exit %d, passed %v, %d results, points %d of %d:\n%s", code, rep.Passed, len(rep.Results), rep.Points, rep.MaxPoints, out)
+	}
+	for _, r := range rep.Results {
+		if r.Verdict != grade.Pass || r.Runs != 1 || r.FailedRuns != 0 {
+			t.Errorf("%s: %s (runs %d, failed %d): %s", r.Name, r.Verdict, r.Runs, r.FailedRuns, r.Why)
+		}
+	}
+}
+
+// TestGradeRepeatJUnitAndPoints: --repeat runs each check that many times
+// and says how many failed; --junit writes a file CI parses, with one
+// testcase per check, the failure and the n/a as the card has them;
+// --points weighs the checks in both.
+func TestGradeRepeatJUnitAndPoints(t *testing.T) {
+	t.Parallel()
+	junit := filepath.Join(t.TempDir(), "grade.xml")
+	rep, code, out := gradeWith(t, []string{"--lock-ttl", "2s", "--jobs", testJobs, "--repeat", "2", "--junit", junit, "--points", "crash=5,plain=2"},
+		"plain,crash,pause", bankBinary(t), "serve", "--break", "no-lock-expiry")
+	if code != exitcode.No || rep.Passed {
+		t.Fatalf("exit %d, passed %v, want a failed grade:\n%s", code, rep.Passed, out)
+	}
+	want := map[string][3]int{"plain": {2, 0, 2}, "crash": {2, 2, 0}, "pause": {2, 0, 0}} // runs, failed, points
+	for _, r := range rep.Results {
+		w := want[r.Name]
+		if r.Runs != w[0] || r.FailedRuns != w[1] || r.Points != w[2] {
+			t.Errorf("%s: runs %d, failed %d, points %d; want %v: %s", r.Name, r.Runs, r.FailedRuns, r.Points, w, r.Why)
+		}
+	}
+	if rep.Points != 2 || rep.MaxPoints != 7 {
+		t.Errorf("points %d of %d, want 2 of 7 (pause n/a counts on neither side)", rep.Points, rep.MaxPoints)
+	}
+	if r := rep.Results[1]; r.Verdict != grade.Fail || !strings.HasPrefix(r.Why, "failed 2 of 2 runs; the first that failed: ") || r.Mistake != "no-lock-expiry" {
+		t.Errorf("crash: %s %q (%s)", r.Verdict, r.Why, r.Mistake)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suite struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Skipped  int `xml:"skipped,attr"`
+		Cases    []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+				Type    string `xml:"type,attr"`
+			} `xml:"failure"`
+			Skipped *struct{} `xml:"skipped"`
+		} `xml:"testcase"`
+	}
+	if err := xml.Unmarshal(raw, &suite); err != nil {
+		t.Fatalf("the JUnit file does not parse: %v\n%s", err, raw)
+	}
+	if suite.Tests != 3 || len(suite.Cases) != 3 || suite.Failures != 1 || suite.Skipped != 1 {
+		t.Fatalf("JUnit: %d tests (%d cases), %d failures, %d skipped; want 3, 1, 1:\n%s", suite.Tests, len(suite.Cases), suite.Failures, suite.Skipped, raw)
+	}
+	if c := suite.Cases[1]; !strings.HasPrefix(c.Name, "crash: ") || c.Failure == nil || c.Failure.Type != "no-lock-expiry" || c.Failure.Message != rep.Results[1].Why {
+		t.Errorf("JUnit's crash case: %+v", c)
+	}
+	if c := suite.Cases[2]; !strings.HasPrefix(c.Name, "pause: ") || c.Skipped == nil {
+		t.Errorf("JUnit's pause case is not skipped: %+v", c)
+	}
 }
 
 // TestGradeNodeServerPasses: a server in another language, the lesson's
@@ -312,6 +362,11 @@ func TestGradeUsage(t *testing.T) {
 		{[]string{"grade", "node", "server.js"}, "name your server's command after --"},
 		{[]string{"grade", "--only", "crsh", "--", "true"}, `unknown check "crsh" (did you mean crash?) in --only`},
 		{[]string{"grade", "--lock-ttl", "0s", "--", "true"}, "--lock-ttl must be between"},
+		{[]string{"grade", "--repeat", "0", "--", "true"}, "--repeat must be between 1 and 1000, such as 20"},
+		{[]string{"grade", "--jobs", "-1", "--", "true"}, "--jobs must be between 1 and 64"},
+		{[]string{"grade", "--points", "crash", "--", "true"}, `--points takes NAME=N with N a whole number from 0 to 1000, such as crash=5: got "crash"`},
+		{[]string{"grade", "--points", "crsh=2", "--", "true"}, `unknown check "crsh" (did you mean crash?) in --points`},
+		{[]string{"grade", "--junit", "/dev/null", "--", "true"}, "--junit /dev/null is a device: name a new file or a regular one, such as grade.xml, or - for standard output"},
 		{[]string{"grade", "--contract", "--", "node", "server.js"}, `--contract prints the contract and runs nothing; drop it to grade "node server.js"`},
 	} {
 		r := cli(t, nil, c.args...)

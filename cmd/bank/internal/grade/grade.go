@@ -18,7 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,10 +29,13 @@ import (
 
 // Config is one grading run.
 type Config struct {
-	Command      []string      // the learner's server and its arguments
-	LockTTL      time.Duration // LOCK_TTL_MS: how long the server's claim should hold a key
-	StartTimeout time.Duration // how long a server may take to listen
-	Only         []string      // the checks to run; empty means all
+	Command      []string       // the learner's server and its arguments
+	LockTTL      time.Duration  // LOCK_TTL_MS: how long the server's claim should hold a key
+	StartTimeout time.Duration  // how long a server may take to listen
+	Only         []string       // the checks to run; empty means all
+	Jobs         int            // checks run side by side (1: one after another); 0 means DefaultJobs
+	Repeat       int            // runs of each check, each on a fresh database; 0 means 1
+	Points       map[string]int // what a passed check is worth, by name; 1 when not named
 
 	// NewDatabase makes a fresh bank for one check and returns its URL
 	// (for the grader, which reads everything and throws the faults), the
@@ -37,7 +43,7 @@ type Config struct {
 	// nothing else, or the same URL), and a function that drops it.
 	NewDatabase func(ctx context.Context, label string) (url, serverURL string, drop func(), err error)
 
-	Progress io.Writer // a line as each check starts, or nil
+	Progress io.Writer // a line as each check starts, or nil (written to by one check at a time)
 
 	keys *keyForm // how the server takes its keys, found by the run's first check
 }
@@ -51,21 +57,27 @@ const (
 
 // Result is one line of the report card, with its evidence.
 type Result struct {
-	Name      string   `json:"name"`
-	Title     string   `json:"title"`
-	Required  bool     `json:"required"`
-	Verdict   string   `json:"verdict"`
-	Why       string   `json:"why"`
-	Mistake   string   `json:"mistake,omitempty"`   // on a failure the evidence fits: the lesson's mistake, by name
-	LooksLike string   `json:"looksLike,omitempty"` // and in the lesson's words
-	See       string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
-	Evidence  []string `json:"evidence"`
+	Name       string   `json:"name"`
+	Title      string   `json:"title"`
+	Required   bool     `json:"required"`
+	Verdict    string   `json:"verdict"`
+	Why        string   `json:"why"`
+	Mistake    string   `json:"mistake,omitempty"`   // on a failure the evidence fits: the lesson's mistake, by name
+	LooksLike  string   `json:"looksLike,omitempty"` // and in the lesson's words
+	See        string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
+	Evidence   []string `json:"evidence"`
+	Runs       int      `json:"runs"`       // how many times it ran (--repeat)
+	FailedRuns int      `json:"failedRuns"` // and how many of those failed
+	Points     int      `json:"points"`     // what it earned: its worth if it passed, else 0
+	MaxPoints  int      `json:"maxPoints"`  // its worth, or 0 when it did not apply
 }
 
 // Report is the whole card.
 type Report struct {
-	Results []Result `json:"checks"`
-	Passed  bool     `json:"passed"` // every required check passed
+	Results   []Result `json:"checks"`
+	Passed    bool     `json:"passed"`    // every required check passed
+	Points    int      `json:"points"`    // the checks' points, added up
+	MaxPoints int      `json:"maxPoints"` // out of
 }
 
 // Check is one fault the grader throws, and what a good server does.
@@ -87,47 +99,207 @@ func Names() []string {
 	return names
 }
 
-// Run grades the server. A server that cannot be started ends the run
-// with a *StartError; the results so far come with it.
+// DefaultJobs is how many checks run side by side unless Config.Jobs
+// says otherwise: each check has its own database, ports and server
+// processes, and spends most of its time waiting (on a lock's TTL, on
+// the server), so twice the cores, at least 2 and at most 6.
+func DefaultJobs() int { return min(6, max(2, 2*runtime.NumCPU())) }
+
+// slow are the checks that wait out a lock's TTL or more: they start
+// first, so that the quick ones fill the time they wait.
+var slow = []string{"torture", "pause", "crash", "crash-on-store"}
+
+// Run grades the server: every check, each Repeat times on a fresh
+// database, Jobs of them at a time. The first run of the first check goes
+// alone (it finds how the server takes its keys). A server that cannot be
+// started ends the run with a *StartError; the checks done by then come
+// with it.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	var rep Report
 	cfg.keys = &keyForm{}
+	var checks []Check
 	for _, c := range Checks {
-		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, c.Name) {
-			continue
+		if len(cfg.Only) == 0 || slices.Contains(cfg.Only, c.Name) {
+			checks = append(checks, c)
 		}
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "grade: %s…\n", c.Title)
-		}
-		res, err := runCheck(ctx, &cfg, c)
-		var unsure *unsureError
-		if errors.As(err, &unsure) {
-			// Its servers did not last the check, or another program
-			// answered on a server's port: the verdict would be about
-			// something else. Once more, on fresh ports.
-			first := unsure.why
-			res, err = runCheck(ctx, &cfg, c)
-			res.Evidence = append([]string{"(a first run was set aside: " + first + ")"}, res.Evidence...)
-		}
-		if errors.As(err, &unsure) {
-			res.Verdict, res.Why = Fail, unsure.why
-			err = nil
-		}
-		if err != nil {
-			return rep, err
-		}
-		rep.Results = append(rep.Results, res)
 	}
-	rep.Passed = true
-	for _, r := range rep.Results {
+	repeat, jobs := max(1, cfg.Repeat), cfg.Jobs
+	if jobs <= 0 {
+		jobs = DefaultJobs()
+	}
+	runs := make([][]*Result, len(checks))
+	type job struct{ check, n int }
+	var queue []job
+	for i := range checks {
+		runs[i] = make([]*Result, repeat)
+		for n := range repeat {
+			queue = append(queue, job{i, n})
+		}
+	}
+	// After the first, slow checks first; a check's runs spread out.
+	rest := queue[min(1, len(queue)):]
+	sort.SliceStable(rest, func(a, b int) bool {
+		sa, sb := slices.Contains(slow, checks[rest[a].check].Name), slices.Contains(slow, checks[rest[b].check].Name)
+		if sa != sb {
+			return sa
+		}
+		return rest[a].n < rest[b].n
+	})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var firstErr error
+	do := func(j job) {
+		c := checks[j.check]
+		if cfg.Progress != nil {
+			mu.Lock()
+			if repeat > 1 {
+				fmt.Fprintf(cfg.Progress, "grade: %s (run %d of %d)…\n", c.Title, j.n+1, repeat)
+			} else {
+				fmt.Fprintf(cfg.Progress, "grade: %s…\n", c.Title)
+			}
+			mu.Unlock()
+		}
+		res, err := runOnce(ctx, &cfg, c, j.n)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+				cancel() // the others stop: the run is over
+			}
+			return
+		}
+		runs[j.check][j.n] = &res
+	}
+	if len(queue) > 0 {
+		do(queue[0])
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range min(jobs, len(rest)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				do(j)
+			}
+		}()
+	}
+	for _, j := range rest {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+
+	var rep Report
+	for i := range checks {
+		if r, ok := merge(runs[i]); ok {
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	score(&rep, cfg.Points)
+	if firstErr != nil {
+		return rep, firstErr
+	}
+	return rep, ctx.Err()
+}
+
+// runOnce runs a check once; a run whose servers did not last it, or
+// whose port another program answered, is set aside and run again.
+func runOnce(ctx context.Context, cfg *Config, c Check, n int) (Result, error) {
+	res, err := runCheck(ctx, cfg, c, n)
+	var unsure *unsureError
+	if errors.As(err, &unsure) {
+		// The verdict would be about something else. Once more, on
+		// fresh ports.
+		first := unsure.why
+		res, err = runCheck(ctx, cfg, c, n)
+		res.Evidence = append([]string{"(a first run was set aside: " + first + ")"}, res.Evidence...)
+	}
+	if errors.As(err, &unsure) {
+		res.Verdict, res.Why = Fail, unsure.why
+		err = nil
+	}
+	return res, err
+}
+
+// merge makes one line of the report card from a check's runs: failed if
+// any run failed ("failed 3 of 20 runs", with the evidence of the first
+// that did), passed if any passed, else not applicable. ok is false when
+// a run is missing (the grade ended before it).
+func merge(runs []*Result) (Result, bool) {
+	failed, passed := 0, 0
+	var firstFail, firstPass *Result
+	for _, r := range runs {
+		if r == nil {
+			return Result{}, false
+		}
+		switch r.Verdict {
+		case Fail:
+			failed++
+			if firstFail == nil {
+				firstFail = r
+			}
+		case Pass:
+			passed++
+			if firstPass == nil {
+				firstPass = r
+			}
+		}
+	}
+	res := *runs[0]
+	switch {
+	case firstFail != nil:
+		res = *firstFail
+	case firstPass != nil:
+		res = *firstPass
+	}
+	res.Runs, res.FailedRuns = len(runs), failed
+	if len(runs) > 1 {
+		switch {
+		case failed > 0:
+			res.Why = fmt.Sprintf("failed %d of %d runs; the first that failed: %s", failed, len(runs), res.Why)
+		case passed < len(runs) && passed > 0:
+			res.Why = fmt.Sprintf("passed %d of %d runs (not applicable in the others): %s", passed, len(runs), res.Why)
+		default:
+			res.Why = fmt.Sprintf("%s in all %d runs: %s", map[string]string{Pass: "passed", NA: "not applicable"}[res.Verdict], len(runs), res.Why)
+		}
+	}
+	return res, true
+}
+
+// score gives each check its points (1, or what points says for its name)
+// when it passed, and totals them; a check that did not apply counts for
+// neither side. The report passes when every required check did.
+func score(rep *Report, points map[string]int) {
+	rep.Passed, rep.Points, rep.MaxPoints = true, 0, 0
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		worth, ok := points[r.Name]
+		if !ok {
+			worth = 1
+		}
+		r.Points, r.MaxPoints = 0, 0
+		if r.Verdict != NA {
+			r.MaxPoints = worth
+		}
+		if r.Verdict == Pass {
+			r.Points = worth
+		}
+		rep.Points += r.Points
+		rep.MaxPoints += r.MaxPoints
 		if r.Required && r.Verdict == Fail {
 			rep.Passed = false
 		}
 	}
-	return rep, nil
 }
 
-func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
+// runCheck runs check c once: its run n of the grade (0 for the first).
+func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) {
 	res := Result{Name: c.Name, Title: c.Title, Required: c.Required, Verdict: Pass}
 	url, serverURL, drop, err := cfg.NewDatabase(ctx, c.Name)
 	if err != nil {
@@ -139,7 +311,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 		return res, err
 	}
 	defer pool.Close()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res}
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, run: n}
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {

@@ -41,7 +41,8 @@ func tortureRun(t *trial) {
 	}
 	t.ownCount = true
 	rep, err := torture.Run(t.ctx, torture.Config{
-		Seed: 1, Intents: 100, Clients: 4, LockTTL: t.cfg.LockTTL, Replicas: replicas, DB: t.db,
+		// Each run of --repeat throws its own faults.
+		Seed: uint64(t.run) + 1, Intents: 100, Clients: 4, LockTTL: t.cfg.LockTTL, Replicas: replicas, DB: t.db,
 		Faults: tortureFaults, Duration: 20 * time.Second, Opaque: true, QuotedKeys: t.cfg.keys.quoted,
 		// As the crash check: once its lock has expired, a retry must get
 		// through; a key still refused 5 s later is stuck.

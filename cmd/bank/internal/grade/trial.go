@@ -30,6 +30,7 @@ type trial struct {
 	proxies []*proxy
 	intents []intent
 	res     *Result
+	run     int // which run of the check this is (--repeat), from 0
 	// ownCount: the check counts transfers per intent itself (torture),
 	// so the ledger may hold transfers the trial's intents do not name.
 	ownCount bool

@@ -46,16 +46,21 @@ func Start(path string, out *io.Writer) (*Page, error) {
 }
 
 // htmlError says what was wrong with --html's path, as a usage error.
-func htmlError(err error) error {
+func htmlError(err error) error { return PathError("--html", "crash.html", err) }
+
+// PathError says what was wrong with the path a flag names for a file the
+// lab writes (package outfile), as a usage error where it is the path's
+// fault: example is a name that would do.
+func PathError(flag, example string, err error) error {
 	var bad *outfile.NotAFile
 	var room *outfile.NoRoom
 	switch {
 	case errors.As(err, &bad):
-		return exitcode.Usagef("--html %s is %s: name a new file or a regular one, such as crash.html, or - for standard output", bad.Path, bad.What)
+		return exitcode.Usagef("%s %s is %s: name a new file or a regular one, such as %s, or - for standard output", flag, bad.Path, bad.What, example)
 	case errors.As(err, &room):
-		return exitcode.Usagef("--html: %v", room)
+		return exitcode.Usagef("%s: %v", flag, room)
 	}
-	return fmt.Errorf("--html: %w", err)
+	return fmt.Errorf("%s: %w", flag, err)
 }
 
 // Write finishes the page and puts it in place.
