@@ -88,6 +88,8 @@ func TestDependencyRules(t *testing.T) {
 			"bench drives bank serve and pgbench with the bank's and idem's own SQL"},
 		"grade": {[]string{"bank", "bank/audit", "bank/client", "bank/procs", "cmd/bank/internal/torture"},
 			"grade runs the learner's server, sends keys as the client does (bare or quoted), checks the books, and reuses torture's run"},
+		"grade/starter": {[]string{"bank/pgserver/pgtest"},
+			"the starters are files written from the contract; only their tests reach further, grading them with the bank binary on pgtest's caches"},
 		"httpserve": {nil, "a server's lifetime is net/http's business only"},
 		"labweb": {[]string{"scenarios/render", "bank/pgserver/pgtest", "bank/procs"},
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
