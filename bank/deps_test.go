@@ -91,6 +91,8 @@ func TestDependencyRules(t *testing.T) {
 			"an exit code is read from the error alone: PostgreSQL's and the children's failures are the environment's"},
 		"grade": {[]string{"bank", "bank/audit", "bank/client", "bank/procs", "cmd/bank/internal/torture"},
 			"grade runs the learner's server, sends keys as the client does (bare or quoted), checks the books, and reuses torture's run"},
+		"grade/starter": {[]string{"bank/pgserver/pgtest"},
+			"the starters are files written from the contract; only their tests reach further, grading them with the bank binary on pgtest's caches"},
 		"htmlpage": {[]string{"cmd/bank/internal/exitcode", "cmd/bank/internal/outfile", "scenarios/render"},
 			"the --html page is render's drawing of the runs, written by outfile; a bad path is a usage error"},
 		"httpserve": {nil, "a server's lifetime is net/http's business only"},

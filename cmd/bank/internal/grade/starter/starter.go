@@ -1,0 +1,138 @@
+// Package starter holds the servers a learner may start the grader's
+// lesson from, one per language, and writes one into a folder (bank grade
+// --starter LANG DIR). Each is the lesson's transfer API written from
+// bank grade --contract alone, in its language's plain idiom with one
+// database driver: a correct transfer in one transaction, and no
+// idempotency at all, with comments marked YOUR WORK where the lesson's
+// keys go. A first grade passes plain and fails the idempotency checks.
+//
+// The files live in _files/LANG (a folder the go tool leaves alone, so
+// that the Go starter is not a package of this module). go:embed takes no
+// folder that holds a go.mod, so the Go starter's go.mod and go.sum are
+// kept as go.mod.txt and go.sum.txt and get their names back on writing.
+package starter
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+//go:embed all:_files
+var files embed.FS
+
+// renamed are the names a file is kept under, and the name it is written as.
+var renamed = map[string]string{"go.mod.txt": "go.mod", "go.sum.txt": "go.sum"}
+
+// Languages are the starters there are, in order: go, node, python.
+func Languages() []string {
+	entries, _ := fs.ReadDir(files, "_files") // sorted by name
+	var langs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			langs = append(langs, e.Name())
+		}
+	}
+	return langs
+}
+
+// file is one file of a starter: where it is kept, and its name in DIR.
+type file struct{ src, name string }
+
+// starterFiles lists lang's files, in order.
+func starterFiles(lang string) ([]file, error) {
+	if !slices.Contains(Languages(), lang) {
+		return nil, fmt.Errorf("no starter in %q: the languages are %s", lang, strings.Join(Languages(), ", "))
+	}
+	root := path.Join("_files", lang)
+	var list []file
+	err := fs.WalkDir(files, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := strings.TrimPrefix(p, root+"/")
+		if to, ok := renamed[path.Base(name)]; ok {
+			name = path.Join(path.Dir(name), to)
+		}
+		list = append(list, file{p, name})
+		return nil
+	})
+	return list, err
+}
+
+// Write writes the starter in lang (one of Languages) into dir, making
+// dir if it is missing, and returns the paths it wrote (dir joined with
+// each file's name). It writes over nothing: if any of its files is
+// already there, as a file, a folder or a link (even a broken one), it
+// writes none of them, and the error names each one (errors.Is
+// fs.ErrExist). Files are made 0644 and folders 0755, less the umask;
+// each is created new (O_EXCL), so a link put in its place meanwhile is
+// never followed. If a write fails half-way, the files written so far are
+// removed.
+func Write(lang, dir string) ([]string, error) {
+	if dir == "" {
+		return nil, errors.New("no folder to write the starter in")
+	}
+	list, err := starterFiles(lang)
+	if err != nil {
+		return nil, err
+	}
+	var there []string
+	for _, f := range list {
+		target := filepath.Join(dir, filepath.FromSlash(f.name))
+		_, err := os.Lstat(target)
+		switch {
+		case err == nil:
+			there = append(there, target)
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("cannot write the %s starter in %s: %w", lang, dir, err)
+		}
+	}
+	if len(there) > 0 {
+		return nil, fmt.Errorf("%s already there: the %s starter writes over nothing, so it wrote nothing (choose an empty folder, or move them away): %w",
+			strings.Join(there, ", "), lang, fs.ErrExist)
+	}
+	var written []string
+	for _, f := range list {
+		target := filepath.Join(dir, filepath.FromSlash(f.name))
+		if err := writeNew(f.src, target); err != nil {
+			for _, w := range written {
+				os.Remove(w)
+			}
+			return nil, err
+		}
+		written = append(written, target)
+	}
+	return written, nil
+}
+
+// writeNew writes the kept file src to target, which must not exist yet.
+func writeNew(src, target string) error {
+	content, err := files.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(content); err != nil {
+		out.Close()
+		os.Remove(target)
+		return err
+	}
+	if err := out.Close(); err != nil {
+		os.Remove(target)
+		return err
+	}
+	return nil
+}
