@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/starter"
 	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/outfile"
@@ -31,6 +34,7 @@ type gradeFlags struct {
 	jobs, repeat int
 	junit        string
 	points       []string // NAME=N
+	starter      string   // a language: write its starter into the one argument, a folder
 }
 
 func (a *app) gradeCommand() *cobra.Command {
@@ -65,6 +69,9 @@ bad command line, 3 when the server cannot be run or never listens.`,
 				fmt.Fprint(a.io.Out, grade.Contract())
 				return nil
 			}
+			if f.starter != "" {
+				return a.writeStarter(f.starter, args, cmd.ArgsLenAtDash())
+			}
 			dash := cmd.ArgsLenAtDash()
 			if dash != 0 || len(args) == 0 {
 				return exitcode.Usagef("name your server's command after --, such as: bank grade -- node server.js (bank grade --contract says what it must do)")
@@ -73,6 +80,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 		},
 	}
 	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the API and database contract the checks hold a server to, and exit")
+	cmd.Flags().StringVar(&f.starter, "starter", "", "write a small server to start from into the folder named after the flags ("+strings.Join(starter.Languages(), ", ")+"): the lesson's transfer, no idempotency yet; then grade it")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the report card as JSON")
 	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the lock TTL given to the server as LOCK_TTL_MS")
 	cmd.Flags().DurationVar(&f.startTimeout, "start-timeout", 20*time.Second, "how long the server may take to listen on its PORT")
@@ -196,6 +204,44 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if !rep.Passed {
 		return exitcode.Silent{Code: exitcode.No}
 	}
+	return nil
+}
+
+// starterRun is the command that grades each language's starter, run in
+// its folder, and what to do first.
+var starterRun = map[string][2]string{
+	"go":     {"go build -o server . && bank grade -- ./server", "Go 1.25 or newer; go build fetches pgx, its one dependency"},
+	"node":   {"npm install && bank grade -- node server.js", "Node.js 18 or newer; npm install fetches pg, its one dependency"},
+	"python": {"bank grade -- python3 server.py", `its one dependency first: pip install "psycopg[binary]" (or apt install python3-psycopg)`},
+}
+
+// writeStarter is bank grade --starter LANG DIR.
+func (a *app) writeStarter(lang string, args []string, dash int) error {
+	switch {
+	case dash >= 0:
+		return exitcode.Usagef("--starter writes a server and grades nothing: drop the command after --, then grade the starter from its folder")
+	case len(args) != 1:
+		return exitcode.Usagef("--starter %s needs one folder to write into, such as: bank grade --starter %s my-server", lang, lang)
+	case !slices.Contains(starter.Languages(), lang):
+		return exitcode.Usagef("no starter in %q%s; choose one of %s", lang, names.DidYouMean(lang, starter.Languages()), strings.Join(starter.Languages(), ", "))
+	}
+	files, err := starter.Write(lang, args[0])
+	if errors.Is(err, fs.ErrExist) {
+		return exitcode.Usagef("%v", err)
+	}
+	if err != nil {
+		return exitcode.Envf("writing the %s starter: %v", lang, err)
+	}
+	fmt.Fprintf(a.io.Out, "wrote the %s starter into %s:\n", lang, args[0])
+	for _, f := range files {
+		rel, err := filepath.Rel(args[0], f)
+		if err != nil {
+			rel = f
+		}
+		fmt.Fprintf(a.io.Out, "  %s\n", rel)
+	}
+	run := starterRun[lang]
+	fmt.Fprintf(a.io.Out, "\nnext, in %s (%s):\n  %s\n\nIt passes plain and fails the idempotency checks: your work is marked YOUR WORK\nin the code, and its README.md says more.\n", args[0], run[1], run[0])
 	return nil
 }
 

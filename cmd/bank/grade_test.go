@@ -363,6 +363,10 @@ func TestGradeUsage(t *testing.T) {
 		{[]string{"grade", "--only", "crsh", "--", "true"}, `unknown check "crsh" (did you mean crash?) in --only`},
 		{[]string{"grade", "--lock-ttl", "0s", "--", "true"}, "--lock-ttl must be between"},
 		{[]string{"grade", "--repeat", "0", "--", "true"}, "--repeat must be between 1 and 1000, such as 20"},
+		{[]string{"grade", "--starter", "rust", "dir"}, `no starter in "rust"; choose one of go, node, python`},
+		{[]string{"grade", "--starter", "pyhton", "dir"}, `no starter in "pyhton" (did you mean python?)`},
+		{[]string{"grade", "--starter", "go"}, "--starter go needs one folder to write into, such as: bank grade --starter go my-server"},
+		{[]string{"grade", "--starter", "go", "dir", "--", "./server"}, "--starter writes a server and grades nothing"},
 		{[]string{"grade", "--jobs", "-1", "--", "true"}, "--jobs must be between 1 and 64"},
 		{[]string{"grade", "--points", "crash", "--", "true"}, `--points takes NAME=N with N a whole number from 0 to 1000, such as crash=5: got "crash"`},
 		{[]string{"grade", "--points", "crsh=2", "--", "true"}, `unknown check "crsh" (did you mean crash?) in --points`},
@@ -384,5 +388,26 @@ func TestGradeUsage(t *testing.T) {
 		if r.code != exitcode.OK || !strings.Contains(r.stdout, want) {
 			t.Errorf("--contract lacks %q (exit %d)", want, r.code)
 		}
+	}
+}
+
+// TestGradeStarterCommand: --starter writes the files into a new folder
+// and says what to run next there; a second time it writes nothing over
+// them (exit 2, the files unchanged).
+func TestGradeStarterCommand(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "my-server")
+	r := cli(t, nil, "grade", "--starter", "python", dir)
+	if r.code != exitcode.OK || !strings.Contains(r.stdout, "wrote the python starter into "+dir+":\n  README.md\n  server.py\n") ||
+		!strings.Contains(r.stdout, "bank grade -- python3 server.py") {
+		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "server.py"), []byte("# mine\n"), 0o644)
+	r = cli(t, nil, "grade", "--starter", "python", dir)
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "already there") {
+		t.Fatalf("a second --starter: exit %d: %s", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "server.py")); string(got) != "# mine\n" {
+		t.Fatalf("the learner's server.py was written over: %q", got)
 	}
 }

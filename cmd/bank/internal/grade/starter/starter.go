@@ -95,8 +95,7 @@ func Write(lang, dir string) ([]string, error) {
 		}
 	}
 	if len(there) > 0 {
-		return nil, fmt.Errorf("%s already there: the %s starter writes over nothing, so it wrote nothing (choose an empty folder, or move them away): %w",
-			strings.Join(there, ", "), lang, fs.ErrExist)
+		return nil, &ExistsError{Paths: there, Lang: lang}
 	}
 	var written []string
 	for _, f := range list {
@@ -136,3 +135,17 @@ func writeNew(src, target string) error {
 	}
 	return nil
 }
+
+// ExistsError is Write's refusal: paths were already there, so nothing
+// was written. It matches fs.ErrExist.
+type ExistsError struct {
+	Paths []string
+	Lang  string
+}
+
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("%s already there: the %s starter writes over nothing, so it wrote nothing; choose an empty folder, or move them away",
+		strings.Join(e.Paths, ", "), e.Lang)
+}
+
+func (e *ExistsError) Is(target error) bool { return target == fs.ErrExist }
