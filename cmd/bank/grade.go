@@ -35,6 +35,8 @@ type gradeFlags struct {
 	junit        string
 	points       []string // NAME=N
 	starter      string   // a language: write its starter into the one argument, a folder
+	workflow     string   // a CI file to print for the command: actions or classroom
+	strict       bool     // a failed recommended check fails the grade too
 }
 
 func (a *app) gradeCommand() *cobra.Command {
@@ -76,10 +78,15 @@ bad command line, 3 when the server cannot be run or never listens.`,
 			if dash != 0 || len(args) == 0 {
 				return exitcode.Usagef("name your server's command after --, such as: bank grade -- node server.js (bank grade --contract says what it must do)")
 			}
+			if f.workflow != "" {
+				return a.printWorkflow(f, args)
+			}
 			return a.grade(cmd.Context(), f, args)
 		},
 	}
 	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the API and database contract the checks hold a server to, and exit")
+	cmd.Flags().StringVar(&f.workflow, "workflow", "", "print a CI file that grades the command after -- in your repository, and exit: actions (GitHub Actions, the checks published from --junit) or classroom (GitHub Classroom's autograding, a test per check worth its --points)")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit 1 when any check fails, the recommended ones too (for a class that grades them)")
 	cmd.Flags().StringVar(&f.starter, "starter", "", "write a small server to start from into the folder named after the flags ("+strings.Join(starter.Languages(), ", ")+"): the lesson's transfer, no idempotency yet; then grade it")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the report card as JSON")
 	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the lock TTL given to the server as LOCK_TTL_MS")
@@ -204,6 +211,31 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if !rep.Passed {
 		return exitcode.Silent{Code: exitcode.No}
 	}
+	if f.strict {
+		for _, r := range rep.Results {
+			if r.Verdict == grade.Fail {
+				fmt.Fprintf(a.io.Err, "bank: --strict: the recommended check %s failed\n", r.Name)
+				return exitcode.Silent{Code: exitcode.No}
+			}
+		}
+	}
+	return nil
+}
+
+// printWorkflow is bank grade --workflow KIND -- CMD.
+func (a *app) printWorkflow(f gradeFlags, command []string) error {
+	if !slices.Contains(grade.Workflows, f.workflow) {
+		return exitcode.Usagef("no workflow %q%s: choose %s", f.workflow, names.DidYouMean(f.workflow, grade.Workflows), strings.Join(grade.Workflows, " or "))
+	}
+	points, err := parsePoints(f.points)
+	if err != nil {
+		return err
+	}
+	w, err := grade.Workflow(f.workflow, command, points)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(a.io.Out, w)
 	return nil
 }
 

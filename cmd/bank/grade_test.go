@@ -363,6 +363,8 @@ func TestGradeUsage(t *testing.T) {
 		{[]string{"grade", "--only", "crsh", "--", "true"}, `unknown check "crsh" (did you mean crash?) in --only`},
 		{[]string{"grade", "--lock-ttl", "0s", "--", "true"}, "--lock-ttl must be between"},
 		{[]string{"grade", "--repeat", "0", "--", "true"}, "--repeat must be between 1 and 1000, such as 20"},
+		{[]string{"grade", "--workflow", "clasroom", "--", "node", "server.js"}, `no workflow "clasroom" (did you mean classroom?): choose actions or classroom`},
+		{[]string{"grade", "--workflow", "classroom"}, "name your server's command after --"},
 		{[]string{"grade", "--starter", "rust", "dir"}, `no starter in "rust"; choose one of go, node, python`},
 		{[]string{"grade", "--starter", "pyhton", "dir"}, `no starter in "pyhton" (did you mean python?)`},
 		{[]string{"grade", "--starter", "go"}, "--starter go needs one folder to write into, such as: bank grade --starter go my-server"},
