@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,7 +115,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if f.jobs < 0 || f.jobs > 64 {
 		return exitcode.Usagef("--jobs must be between 1 and 64, such as 4 (leave it out for %d)", grade.DefaultJobs())
 	}
-	points, err := parsePoints(f.points)
+	points, err := checkPoints(f.points)
 	if err != nil {
 		return err
 	}
@@ -227,7 +225,7 @@ func (a *app) printWorkflow(f gradeFlags, command []string) error {
 	if !slices.Contains(grade.Workflows, f.workflow) {
 		return exitcode.Usagef("no workflow %q%s: choose %s", f.workflow, names.DidYouMean(f.workflow, grade.Workflows), strings.Join(grade.Workflows, " or "))
 	}
-	points, err := parsePoints(f.points)
+	points, err := checkPoints(f.points)
 	if err != nil {
 		return err
 	}
@@ -237,14 +235,6 @@ func (a *app) printWorkflow(f gradeFlags, command []string) error {
 	}
 	fmt.Fprint(a.io.Out, w)
 	return nil
-}
-
-// starterRun is the command that grades each language's starter, run in
-// its folder, and what to do first.
-var starterRun = map[string][2]string{
-	"go":     {"go build -o server . && bank grade -- ./server", "Go 1.25 or newer; go build fetches pgx, its one dependency"},
-	"node":   {"npm install && bank grade -- node server.js", "Node.js 18 or newer; npm install fetches pg, its one dependency"},
-	"python": {"bank grade -- python3 server.py", `its one dependency first: pip install "psycopg[binary]" (or apt install python3-psycopg)`},
 }
 
 // writeStarter is bank grade --starter LANG DIR.
@@ -264,16 +254,7 @@ func (a *app) writeStarter(lang string, args []string, dash int) error {
 	if err != nil {
 		return exitcode.Envf("writing the %s starter: %v", lang, err)
 	}
-	fmt.Fprintf(a.io.Out, "wrote the %s starter into %s:\n", lang, args[0])
-	for _, f := range files {
-		rel, err := filepath.Rel(args[0], f)
-		if err != nil {
-			rel = f
-		}
-		fmt.Fprintf(a.io.Out, "  %s\n", rel)
-	}
-	run := starterRun[lang]
-	fmt.Fprintf(a.io.Out, "\nnext, in %s (%s):\n  %s\n\nIt passes plain and fails the idempotency checks: your work is marked YOUR WORK\nin the code, and its README.md says more.\n", args[0], run[1], run[0])
+	starter.Announce(a.io.Out, lang, args[0], files)
 	return nil
 }
 
@@ -285,19 +266,18 @@ func knownCheck(name, flag string) error {
 	return exitcode.Usagef("unknown check %q%s in %s; checks: %s", name, names.DidYouMean(name, grade.Names()), flag, strings.Join(grade.Names(), ", "))
 }
 
-// parsePoints reads --points: NAME=N for each check given a worth.
-func parsePoints(pairs []string) (map[string]int, error) {
-	points := map[string]int{}
+// checkPoints reads --points, suggesting a check for a mistyped name.
+func checkPoints(pairs []string) (map[string]int, error) {
 	for _, p := range pairs {
-		name, n, ok := strings.Cut(p, "=")
-		worth, err := strconv.Atoi(n)
-		if !ok || err != nil || worth < 0 || worth > 1000 {
-			return nil, exitcode.Usagef("--points takes NAME=N with N a whole number from 0 to 1000, such as crash=5: got %q", p)
+		if name, _, ok := strings.Cut(p, "="); ok {
+			if err := knownCheck(name, "--points"); err != nil {
+				return nil, err
+			}
 		}
-		if err := knownCheck(name, "--points"); err != nil {
-			return nil, err
-		}
-		points[name] = worth
+	}
+	points, err := grade.ParsePoints(pairs)
+	if err != nil {
+		return nil, exitcode.Usagef("--points %v", err)
 	}
 	return points, nil
 }

@@ -21,6 +21,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -275,6 +277,24 @@ func merge(runs []*Result) (Result, bool) {
 		}
 	}
 	return res, true
+}
+
+// ParsePoints reads NAME=N pairs (--points): what each named check is
+// worth, 0 to 1000.
+func ParsePoints(pairs []string) (map[string]int, error) {
+	points := map[string]int{}
+	for _, p := range pairs {
+		name, n, ok := strings.Cut(p, "=")
+		worth, err := strconv.Atoi(n)
+		if !ok || err != nil || worth < 0 || worth > 1000 {
+			return nil, fmt.Errorf("takes NAME=N with N a whole number from 0 to 1000, such as crash=5: got %q", p)
+		}
+		if !slices.Contains(Names(), name) {
+			return nil, fmt.Errorf("names an unknown check %q; checks: %s", name, strings.Join(Names(), ", "))
+		}
+		points[name] = worth
+	}
+	return points, nil
 }
 
 // score gives each check its points (1, or what points says for its name)

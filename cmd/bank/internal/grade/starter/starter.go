@@ -16,6 +16,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -149,3 +150,26 @@ func (e *ExistsError) Error() string {
 }
 
 func (e *ExistsError) Is(target error) bool { return target == fs.ErrExist }
+
+// nextSteps is, per language, the command that grades its starter, run in its
+// folder, and what to have first.
+var nextSteps = map[string][2]string{
+	"go":     {"go build -o server . && bank grade -- ./server", "Go 1.25 or newer; go build fetches pgx, its one dependency"},
+	"node":   {"npm install && bank grade -- node server.js", "Node.js 18 or newer; npm install fetches pg, its one dependency"},
+	"python": {"bank grade -- python3 server.py", `its one dependency first: pip install "psycopg[binary]" (or apt install python3-psycopg)`},
+}
+
+// Announce tells the learner what Write wrote into dir, and what to run
+// next there.
+func Announce(w io.Writer, lang, dir string, files []string) {
+	fmt.Fprintf(w, "wrote the %s starter into %s:\n", lang, dir)
+	for _, f := range files {
+		rel, err := filepath.Rel(dir, f)
+		if err != nil {
+			rel = f
+		}
+		fmt.Fprintf(w, "  %s\n", rel)
+	}
+	r := nextSteps[lang]
+	fmt.Fprintf(w, "\nnext, in %s (%s):\n  %s\n\nIt passes plain and fails the idempotency checks: your work is marked YOUR WORK\nin the code, and its README.md says more.\n", dir, r[1], r[0])
+}
