@@ -159,7 +159,12 @@ func (t *Tail) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// String is what was kept: "" for a child that never started (a Spec
+// whose program was not found has no Tail).
 func (t *Tail) String() string {
+	if t == nil {
+		return ""
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.buf.String()

@@ -55,6 +55,19 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunProgramNotFound: a tool that is not there is an error that says
+// so, and its output, of which there is none, can still be read.
+func TestRunProgramNotFound(t *testing.T) {
+	spec := Spec{Path: "no-such-program-of-the-lab", Args: []string{"-a"}}
+	err := spec.Run(context.Background())
+	if !errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("Run: %v, want not found", err)
+	}
+	if got := spec.Output.LastLines(3); got != "" {
+		t.Fatalf("Output %q, want nothing", got)
+	}
+}
+
 // TestStopGrace: a child that ignores SIGTERM is killed once StopGrace
 // has passed.
 func TestStopGrace(t *testing.T) {
