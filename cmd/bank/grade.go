@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -12,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zudojs/bank/bank"
-	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
+	"github.com/zudojs/bank/cmd/bank/internal/term"
 )
 
 type gradeFlags struct {
@@ -25,6 +26,7 @@ type gradeFlags struct {
 	lockTTL      time.Duration
 	startTimeout time.Duration
 	only         []string
+	html         string
 }
 
 func (a *app) gradeCommand() *cobra.Command {
@@ -71,6 +73,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the lock TTL given to the server as LOCK_TTL_MS")
 	cmd.Flags().DurationVar(&f.startTimeout, "start-timeout", 20*time.Second, "how long the server may take to listen on its PORT")
 	cmd.Flags().StringSliceVar(&f.only, "only", nil, "run only these checks (comma-separated): "+strings.Join(grade.Names(), ", "))
+	cmd.Flags().StringVar(&f.html, "html", "", "also write the report card, with a sequence diagram of what happened in every check, as one self-contained web page to this file (- for standard output)")
 	return cmd
 }
 
@@ -80,6 +83,8 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		return exitcode.Usagef("--lock-ttl must be between 100ms and 1m, such as 2s")
 	case f.startTimeout <= 0:
 		return exitcode.Usagef("--start-timeout must be positive, such as 20s")
+	case f.html == "-" && f.json:
+		return exitcode.Usagef("--html - and --json both write to standard output: give --html a file, such as grade.html")
 	}
 	for _, name := range f.only {
 		if !slices.Contains(grade.Names(), name) {
@@ -95,7 +100,12 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := a.openDatabaseFor(ctx, pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText(), Setup: bank.SetupCore}, true)
+	page, err := htmlpage.Start(f.html, &a.io.Out)
+	if err != nil {
+		return err
+	}
+	defer page.Discard()
+	db, err := a.openDatabaseFor(ctx, grade.Template(), true)
 	if err != nil {
 		return err
 	}
@@ -124,9 +134,19 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		cfg.Progress = a.io.Err
 	}
 	rep, err := grade.Run(ctx, cfg)
-	if se, ok := grade.IsStartError(err); ok {
+	se, startFailed := grade.IsStartError(err)
+	if err == nil || startFailed {
+		if err := page.WriteWith(func(w io.Writer) error { return rep.WritePage(w, command, f.lockTTL) }); err != nil {
+			return err
+		}
+	}
+	width := 0 // the diagrams of -v: the terminal's width, else 80
+	if n := term.Width(a.io.Out); n >= 60 && term.IsTerminal(a.io.Out) {
+		width = n
+	}
+	if startFailed {
 		if !f.json {
-			rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
+			rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose, width)
 		}
 		msg := "bank: " + se.Why
 		if se.Stderr != "" {
@@ -145,7 +165,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 			return err
 		}
 	} else {
-		rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
+		rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose, width)
 	}
 	if !rep.Passed {
 		return exitcode.Silent{Code: exitcode.No}

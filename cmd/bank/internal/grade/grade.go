@@ -22,6 +22,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // Config is one grading run.
@@ -42,6 +46,12 @@ type Config struct {
 	keys *keyForm // how the server takes its keys, found by the run's first check
 }
 
+// Template is the bank each check gets a fresh copy of: the lesson's
+// accounts and transfers, seeded, and nothing else.
+func Template() pgserver.Template {
+	return pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText(), Setup: bank.SetupCore}
+}
+
 // Verdicts of a check.
 const (
 	Pass = "pass"
@@ -60,6 +70,8 @@ type Result struct {
 	LooksLike string   `json:"looksLike,omitempty"` // and in the lesson's words
 	See       string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
 	Evidence  []string `json:"evidence"`
+
+	Recording *render.Recording `json:"-"` // what the grader did and saw, as it happened, for the check's diagram
 }
 
 // Report is the whole card.
@@ -139,7 +151,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 		return res, err
 	}
 	defer pool.Close()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res}
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, rec: record(&res, c)}
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {
@@ -155,7 +167,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	t.note("before: %s", before.line())
+	t.noteBank("before", before)
 	if err := t.catch(c.run); err != nil {
 		return res, err
 	}
