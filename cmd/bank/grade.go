@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os/exec"
 	"slices"
@@ -13,14 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zudojs/bank/bank"
-	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/starter"
 	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/outfile"
+	"github.com/zudojs/bank/cmd/bank/internal/term"
 )
 
 type gradeFlags struct {
@@ -35,6 +35,7 @@ type gradeFlags struct {
 	starter      string   // a language: write its starter into the one argument, a folder
 	workflow     string   // a CI file to print for the command: actions or classroom
 	strict       bool     // a failed recommended check fails the grade too
+	html         string
 }
 
 func (a *app) gradeCommand() *cobra.Command {
@@ -94,6 +95,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 	cmd.Flags().IntVar(&f.jobs, "jobs", 0, fmt.Sprintf("checks run side by side, each with its own database and servers (default %d here: twice the cores, 2 to 6; 1 runs them one after another)", grade.DefaultJobs()))
 	cmd.Flags().StringVar(&f.junit, "junit", "", "also write the report as JUnit XML (one testcase per check, n/a as skipped) to this file, for CI; - for standard output instead of the card")
 	cmd.Flags().StringSliceVar(&f.points, "points", nil, "what a passed check is worth in --json and --junit, as NAME=N (comma-separated; 1 each unless named), such as crash=5,pause=5")
+	cmd.Flags().StringVar(&f.html, "html", "", "also write the report card, with a sequence diagram of what happened in every check, as one self-contained web page to this file (- for standard output)")
 	return cmd
 }
 
@@ -103,6 +105,10 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		return exitcode.Usagef("--lock-ttl must be between 100ms and 1m, such as 2s")
 	case f.startTimeout <= 0:
 		return exitcode.Usagef("--start-timeout must be positive, such as 20s")
+	case f.html == "-" && f.json:
+		return exitcode.Usagef("--html - and --json both write to standard output: give --html a file, such as grade.html")
+	case f.junit == "-" && (f.json || f.html == "-"):
+		return exitcode.Usagef("--junit - writes to standard output, as --json and --html - do: give --junit a file, such as grade.xml")
 	}
 	for _, name := range f.only {
 		if err := knownCheck(name, "--only"); err != nil {
@@ -137,7 +143,12 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		}
 		defer junit.Discard()
 	}
-	db, err := a.openDatabaseFor(ctx, pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText(), Setup: bank.SetupCore}, true)
+	page, err := htmlpage.Start(f.html, &a.io.Out)
+	if err != nil {
+		return err
+	}
+	defer page.Discard()
+	db, err := a.openDatabaseFor(ctx, grade.Template(), true)
 	if err != nil {
 		return err
 	}
@@ -169,9 +180,19 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	start := time.Now()
 	rep, err := grade.Run(ctx, cfg)
 	card := !f.json && f.junit != "-" // the card goes to the output unless something else does
-	if se, ok := grade.IsStartError(err); ok {
+	se, startFailed := grade.IsStartError(err)
+	if err == nil || startFailed {
+		if err := page.WriteWith(func(w io.Writer) error { return rep.WritePage(w, command, f.lockTTL) }); err != nil {
+			return err
+		}
+	}
+	width := 0 // the diagrams of -v: the terminal's width, else 80
+	if n := term.Width(a.io.Out); n >= 60 && term.IsTerminal(a.io.Out) {
+		width = n
+	}
+	if startFailed {
 		if card {
-			rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
+			rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose, width)
 		}
 		msg := "bank: " + se.Why
 		if se.Stderr != "" {
@@ -204,7 +225,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 			return err
 		}
 	} else if card {
-		rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose)
+		rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose, width)
 	}
 	if !rep.Passed {
 		return exitcode.Silent{Code: exitcode.No}

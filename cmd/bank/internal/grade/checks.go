@@ -283,7 +283,7 @@ func copies(t *trial, n int, key string) {
 		// SHARE lets every copy look (SELECT) but no copy write: each
 		// waits at its first write to the key table, after any check it
 		// makes, so all of them have looked before any has claimed.
-		pid, rel, err := t.hold("SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN SHARE MODE")
+		pid, rel, err := t.hold(list, "LOCK TABLE … IN SHARE MODE", "SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN SHARE MODE")
 		if err == nil {
 			us, unlock = pid, rel
 			defer rel() // once: a check ended early (an abort) must not keep its session
@@ -291,9 +291,14 @@ func copies(t *trial, n int, key string) {
 			t.note("the grader could not lock the server's own tables (%s): %v; the copies race as they come", list, err)
 		}
 	}
+	t.rec.burstStart()
+	defer t.rec.burstEnd() // once: a check ended early (an abort) draws what it had
 	close(start)
 	if us != 0 {
 		waiting := t.waitLinedUp(us, func() bool { return answered.Load() == int64(n) }, n, 5*time.Second)
+		if waiting > 0 {
+			t.rec.arrow(serverName(0), actorDB, fmt.Sprintf("%d sessions wait to write its own tables", waiting), "in-progress")
+		}
 		unlock()
 		if waiting > 0 {
 			t.note("the grader let the copies read the server's own tables (%s) but not write them (a SHARE lock) until %d of them waited to write, then let them all go at once", list, waiting)
@@ -304,6 +309,7 @@ func copies(t *trial, n int, key string) {
 		t.note("the server keeps no table of its own in the database, so the grader cannot line the copies up: they race as they come, and this check only samples the race (run it again to sample more)")
 	}
 	wg.Wait()
+	t.rec.burstEnd()
 	tally := map[string]int{}
 	var order []string
 	created, bad := 0, ""
@@ -384,14 +390,14 @@ func crash(t *trial) {
 	if !ok {
 		return
 	}
-	t.servers[0].kill()
+	t.kill(0)
 	t.note("the server's session waits on Ada's row: the server is killed (SIGKILL)")
 	t.await(p, 10*time.Second)
 	release()
 	if !t.waitGone(blocked, 10*time.Second) {
 		t.note("the killed server's database session is still there after 10 s")
 	}
-	t.must(t.servers[0].restart(t.ctx))
+	t.must(t.restart(0))
 	t.note("the server is started again")
 	// Killed before its transfer committed, the request left nothing but
 	// its claim: a second transfer here means the first was not one
@@ -416,6 +422,7 @@ func (t *trial) blockOnAdasRow(r request, who string) (blocked int, p *pending, 
 		t.fail("the transfer never waited on Ada's account row (it answered %s): it does not lock or update the sender's account", got.short())
 		return 0, p, release, false
 	}
+	t.rec.arrow(serverName(r.server), actorDB, "waits on Ada's row, which the grader holds", "in-progress")
 	return blocked, p, release, true
 }
 
@@ -430,8 +437,10 @@ func outage(t *trial) {
 		return
 	}
 	var cancelled bool
+	t.rec.arrow(actorApp, actorDB, "cancel server A's statement (pg_cancel_backend)", "")
 	t.must(t.db.QueryRow(t.ctx, "SELECT pg_cancel_backend($1)", blocked).Scan(&cancelled))
 	if !cancelled {
+		t.rec.arrow(actorDB, actorApp, "not cancelled", "refused")
 		release()
 		t.await(p, 10*time.Second)
 		t.notApplicable("the grader could not cancel the server's statement (pg_cancel_backend refused: another role's session?)")
@@ -497,7 +506,7 @@ func crashOnStore(t *trial) {
 	}
 	tables := t.ownTables()
 	list := strings.Join(tables, ", ")
-	them, unlock, err := t.hold("SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN SHARE MODE")
+	them, unlock, err := t.hold(list, "LOCK TABLE … IN SHARE MODE", "SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN SHARE MODE")
 	if err != nil {
 		release()
 		t.await(p, 10*time.Second)
@@ -522,8 +531,9 @@ func crashOnStore(t *trial) {
 		t.passed("%s; nothing is written after the transfer, so there was no storing to kill it in", sameTx)
 		return
 	}
+	t.rec.arrow(serverName(0), actorDB, "waits to write its own tables", "in-progress")
 	done := t.count(1, 2, tenThousand)
-	t.servers[0].kill()
+	t.kill(0)
 	t.note("the server's session waits to write its answer: the server is killed (SIGKILL), %s", map[bool]string{
 		true:  "with its transfer already committed",
 		false: "before its transfer committed"}[done > 0])
@@ -532,7 +542,7 @@ func crashOnStore(t *trial) {
 	if !t.waitGone(storing, 10*time.Second) {
 		t.note("the killed server's database session is still there after 10 s")
 	}
-	t.must(t.servers[0].restart(t.ctx))
+	t.must(t.restart(0))
 	t.note("the server is started again")
 	if done > 0 {
 		t.failAs(mSecondTransaction, "the transfer had committed before its answer was stored, in a transaction of its own: the crash in between left a done transfer with no stored answer")
@@ -606,19 +616,18 @@ func pause(t *trial) {
 		return
 	}
 	claimed := time.Now()
-	A := t.servers[0]
-	t.must(A.g.Pause())
+	t.must(t.pauseServer(0))
 	resumed := false
 	resume := func() {
 		if !resumed {
 			resumed = true
-			t.must(A.g.Resume())
+			t.must(t.resumeServer(0))
 			t.note("server A is resumed")
 		}
 	}
 	defer func() {
 		if !resumed {
-			A.g.Resume()
+			t.resumeServer(0)
 		}
 	}()
 	t.note("server A's session waits on Ada's row: server A is paused (SIGSTOP)")
@@ -629,6 +638,7 @@ func pause(t *trial) {
 	if !t.waitTaken(a, 5*time.Second) {
 		t.must(&unsureError{"server A's session had not taken Ada's row 5 s after the grader let go of it: too slow to send a copy while A holds it"})
 	}
+	t.rec.arrow(serverName(0), actorDB, "A's transaction takes Ada's row, A itself frozen", "")
 	rb := r
 	rb.server = 1
 	if !t.copyToBWhileLocked(rb, a, sent, resume, pa) {
@@ -641,6 +651,8 @@ func pause(t *trial) {
 	early := reply{} // B's answer, when it came without waiting on A
 	if tookOver {
 		t.note("server B's retry waits on the rows A's transaction holds")
+		t.rec.arrow(serverName(1), actorDB, "B's retry waits on the rows A's transaction holds: B took the key over", "takeover")
+		t.rec.fencing(serverName(0))
 	} else if got, answered := t.await(pb, 5*time.Second); !answered {
 		early = reply{Lost: true}
 	} else if got.Replayed {
@@ -701,6 +713,7 @@ func (t *trial) copyToBWhileLocked(rb request, a int, sent time.Time, resume fun
 		t.must(&unsureError{"the copy to server B came after A's lock could have expired, too late to tell whether B saw A's key"})
 	}
 	if waiter != 0 {
+		t.rec.arrow(serverName(1), actorDB, "waits on A's transaction", "in-progress")
 		var query string
 		t.must(t.db.QueryRow(t.ctx, "SELECT COALESCE(query, '') FROM pg_stat_activity WHERE pid = $1", waiter).Scan(&query))
 		onKeys := false
@@ -760,8 +773,8 @@ func restart(t *trial) {
 		t.failAs(mNoIdempotency, "even before the restart, a copy ran the transfer again: the server does not keep the key at all")
 		return
 	}
-	t.servers[0].stop()
-	t.must(t.servers[0].restart(t.ctx))
+	t.stop(0)
+	t.must(t.restart(0))
 	t.note("the server is stopped (SIGTERM) and started again")
 	if t.retryGetsStored(r, 10*time.Second, "the restart", mMemoryKeys) {
 		t.passed("after the restart the copy got the stored 201; money moved once")

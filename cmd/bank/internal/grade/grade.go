@@ -27,6 +27,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // Config is one grading run.
@@ -48,6 +52,12 @@ type Config struct {
 	Progress io.Writer // a line as each check starts, or nil (written to by one check at a time)
 
 	keys *keyForm // how the server takes its keys, found by the run's first check
+}
+
+// Template is the bank each check gets a fresh copy of: the lesson's
+// accounts and transfers, seeded, and nothing else.
+func Template() pgserver.Template {
+	return pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText(), Setup: bank.SetupCore}
 }
 
 // Verdicts of a check.
@@ -72,6 +82,8 @@ type Result struct {
 	FailedRuns int      `json:"failedRuns"` // and how many of those failed
 	Points     int      `json:"points"`     // what it earned: its worth if it passed, else 0
 	MaxPoints  int      `json:"maxPoints"`  // its worth, or 0 when it did not apply
+
+	Recording *render.Recording `json:"-"` // what the grader did and saw, as it happened, for the check's diagram
 }
 
 // Report is the whole card.
@@ -336,7 +348,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		return res, err
 	}
 	defer pool.Close()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, run: n}
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, run: n, rec: record(&res, c)}
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {
@@ -352,7 +364,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 	if err != nil {
 		return res, err
 	}
-	t.note("before: %s", before.line())
+	t.noteBank("before", before)
 	if err := t.catch(c.run); err != nil {
 		return res, err
 	}

@@ -7,12 +7,16 @@ import (
 	"time"
 
 	"github.com/fatih/color"
+
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // Print prints the report card of a grade of command: one line per check,
 // and for each failure the mistake it looks like, where to see it done
-// right, and the evidence (for every check when verbose).
-func (rep Report) Print(w io.Writer, command []string, lockTTL time.Duration, colour, verbose bool) {
+// right, and the evidence (for every check when verbose). When verbose,
+// each failure's diagram follows its evidence, drawn in width columns
+// (render.Width when 0).
+func (rep Report) Print(w io.Writer, command []string, lockTTL time.Duration, colour, verbose bool, width int) {
 	if len(rep.Results) == 0 {
 		return
 	}
@@ -24,7 +28,6 @@ func (rep Report) Print(w io.Writer, command []string, lockTTL time.Duration, co
 		return c.Sprint(s)
 	}
 	fmt.Fprintf(w, "report card for: %s   (LOCK_TTL_MS=%d)\n\n", strings.Join(command, " "), lockTTL.Milliseconds())
-	passed, failed, failedRequired, na := 0, 0, 0, 0
 	for _, r := range rep.Results {
 		mark := map[string]string{Pass: paint(color.New(color.FgGreen), "pass"), Fail: paint(color.New(color.FgRed, color.Bold), "FAIL"), NA: "n/a "}[r.Verdict]
 		title := r.Title
@@ -32,6 +35,31 @@ func (rep Report) Print(w io.Writer, command []string, lockTTL time.Duration, co
 			title += " (recommended)"
 		}
 		fmt.Fprintf(w, "%s  %-15s %s\n      %s\n", mark, r.Name, title, r.Why)
+		if r.Verdict == Fail {
+			fmt.Fprintf(w, "      looks like: %s\n      see it done right: %s\n", r.looksLike(), r.See)
+		}
+		if r.Verdict == Fail || verbose {
+			for _, e := range r.Evidence {
+				fmt.Fprintf(w, "        %s\n", e)
+			}
+		}
+		if r.Verdict == Fail && verbose && r.Recording != nil {
+			drawIndented(w, r.Recording, colour, width)
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", rep.tally())
+	if rep.Passed {
+		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgGreen, color.Bold), "PASS")+" (every required check held)")
+	} else {
+		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgRed, color.Bold), "FAIL")+" (see the lines marked FAIL, and run the command each one names)")
+	}
+}
+
+// tally is the report card's count: "15 of 15 checks passed", or with the
+// failures (how many of them required) and the checks that did not apply.
+func (rep Report) tally() string {
+	passed, failed, failedRequired, na := 0, 0, 0, 0
+	for _, r := range rep.Results {
 		switch r.Verdict {
 		case Pass:
 			passed++
@@ -43,31 +71,8 @@ func (rep Report) Print(w io.Writer, command []string, lockTTL time.Duration, co
 				failedRequired++
 			}
 		}
-		if r.Verdict == Fail {
-			looksLike := r.LooksLike
-			if looksLike == "" {
-				looksLike = "none of the lesson's mistakes fits what was seen: read the evidence below"
-			}
-			fmt.Fprintf(w, "      looks like: %s\n      see it done right: %s\n", looksLike, r.See)
-		}
-		if r.Verdict == Fail || verbose {
-			for _, e := range r.Evidence {
-				fmt.Fprintf(w, "        %s\n", e)
-			}
-		}
 	}
-	fmt.Fprintf(w, "\n%s\n", tally(passed, failed, failedRequired, na, len(rep.Results)))
-	if rep.Passed {
-		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgGreen, color.Bold), "PASS")+" (every required check held)")
-	} else {
-		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgRed, color.Bold), "FAIL")+" (see the lines marked FAIL, and run the command each one names)")
-	}
-}
-
-// tally is the report card's count: "15 of 15 checks passed", or with the
-// failures (how many of them required) and the checks that did not apply.
-func tally(passed, failed, failedRequired, na, all int) string {
-	s := fmt.Sprintf("%d of %d checks passed", passed, all)
+	s := fmt.Sprintf("%d of %d checks passed", passed, len(rep.Results))
 	if failed > 0 {
 		s += fmt.Sprintf(", %d failed (%d of them required)", failed, failedRequired)
 	}
@@ -75,4 +80,33 @@ func tally(passed, failed, failedRequired, na, all int) string {
 		s += fmt.Sprintf(", %d not applicable", na)
 	}
 	return s
+}
+
+// looksLike is the lesson's mistake a failure looks like, in its words.
+func (r Result) looksLike() string {
+	if r.LooksLike == "" {
+		return "none of the lesson's mistakes fits what was seen: read the evidence below"
+	}
+	return r.LooksLike
+}
+
+// diagramIndent sets a check's diagram under its report line.
+const diagramIndent = "      "
+
+// drawIndented draws a check's diagram as bank scenario --diagram draws
+// a run, under its report line, the whole fitting in width columns.
+func drawIndented(w io.Writer, rec *render.Recording, colour bool, width int) {
+	if width == 0 {
+		width = render.Width
+	}
+	var b strings.Builder
+	render.DrawDiagram(&b, rec, colour, width-len(diagramIndent))
+	fmt.Fprintln(w)
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		if line != "" {
+			line = diagramIndent + line
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintln(w)
 }

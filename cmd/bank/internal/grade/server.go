@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -137,6 +138,8 @@ func (in *instance) base() string { return "http://127.0.0.1:" + strconv.Itoa(in
 // the server committed would.
 type proxy struct {
 	upstream func() string // the server's base URL
+	server   string        // the server's name, in the diagram
+	rec      *recorder     // the trial's, where each request and answer is drawn
 	http     *http.Client
 	ln       net.Listener
 	srv      *http.Server
@@ -147,12 +150,12 @@ type proxy struct {
 	loseRate func() bool  // for torture: lose this reply?
 }
 
-func startProxy(upstream func() string) (*proxy, error) {
+func startProxy(upstream func() string, server string, rec *recorder) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("starting the grader's proxy: %w", err)
 	}
-	p := &proxy{upstream: upstream, ln: ln, http: &http.Client{Timeout: 60 * time.Second,
+	p := &proxy{upstream: upstream, server: server, rec: rec, ln: ln, http: &http.Client{Timeout: 60 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 5 * time.Second}
 	go p.srv.Serve(ln)
@@ -174,24 +177,33 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Header = r.Header.Clone()
+	x := p.rec.request(p.server, r, body)
 	p.inFlight.Add(1)
 	resp, err := p.http.Do(req)
 	p.inFlight.Add(-1)
+	var reply []byte
+	if err == nil {
+		reply, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+	}
 	if err != nil {
+		if r.Context().Err() != nil {
+			p.rec.arrow(actorApp, actorProxy, hungUp, "")
+		} else {
+			p.rec.arrow(actorProxy, actorApp, p.rec.noAnswer(p.server, x), "error")
+		}
 		hangUp(w) // the server died or hung up: so does the network
 		return
 	}
-	reply, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	if err != nil {
-		hangUp(w)
-		return
-	}
+	label, mark := p.rec.answer(p.server, x, resp.StatusCode, strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"), reply)
+	p.rec.arrow(p.server, actorProxy, label, mark)
 	if p.lose() {
 		p.lost.Add(1)
+		p.rec.arrow(actorProxy, actorApp, label+", never reaches the app", "lost")
 		hangUp(w)
 		return
 	}
+	p.rec.arrow(actorProxy, actorApp, label, mark)
 	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}

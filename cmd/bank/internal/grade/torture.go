@@ -55,6 +55,7 @@ func tortureRun(t *trial) {
 		faults = append(faults, fmt.Sprintf("%s %d", f, rep.Faults[f]))
 	}
 	t.note("%d intents, seed 1; faults: %s", rep.Intents, strings.Join(faults, ", "))
+	t.rec.line("%d intents, seed 1; faults: %s", rep.Intents, strings.Join(faults, ", "))
 	t.note("once the faults stopped (no more kills, no lost replies), every intent was sent again under its key until answered, for at most %s", t.cfg.LockTTL+5*time.Second)
 	for i, v := range rep.Violations {
 		if i == 10 {
@@ -91,10 +92,10 @@ type replica struct {
 }
 
 func (r *replica) URL() string    { return r.t.proxies[r.i].URL() }
-func (r *replica) Kill() error    { r.t.servers[r.i].kill(); return nil }
-func (r *replica) Restart() error { return r.t.servers[r.i].restart(r.t.ctx) }
-func (r *replica) Pause() error   { return r.t.servers[r.i].g.Pause() }
-func (r *replica) Resume() error  { return r.t.servers[r.i].g.Resume() }
+func (r *replica) Kill() error    { r.t.kill(r.i); return nil }
+func (r *replica) Restart() error { return r.t.restart(r.i) }
+func (r *replica) Pause() error   { return r.t.pauseServer(r.i) }
+func (r *replica) Resume() error  { return r.t.resumeServer(r.i) }
 func (r *replica) Name() string   { return "" }
 func (r *replica) Metrics() map[string]int64 {
 	return map[string]int64{"bank_lost_responses_total": r.t.proxies[r.i].lost.Load()}

@@ -30,7 +30,8 @@ type trial struct {
 	proxies []*proxy
 	intents []intent
 	res     *Result
-	run     int // which run of the check this is (--repeat), from 0
+	run     int       // which run of the check this is (--repeat), from 0
+	rec     *recorder // what happened, for the check's diagram
 	// ownCount: the check counts transfers per intent itself (torture),
 	// so the ledger may hold transfers the trial's intents do not name.
 	ownCount bool
@@ -49,7 +50,7 @@ func (t *trial) startServer() error {
 	if err != nil {
 		return err
 	}
-	p, err := startProxy(in.base)
+	p, err := startProxy(in.base, serverName(len(t.servers)), t.rec)
 	if err != nil {
 		in.kill()
 		return err
@@ -59,7 +60,47 @@ func (t *trial) startServer() error {
 	return nil
 }
 
+// kill ends server i at once (SIGKILL), stop the orderly way (SIGTERM),
+// restart starts it again on its port, and pauseServer and resumeServer
+// freeze it and let it go on (SIGSTOP, SIGCONT): each drawn as it is done.
+func (t *trial) kill(i int) {
+	t.rec.arrow(actorApp, serverName(i), "kill (SIGKILL)", "")
+	t.servers[i].kill()
+}
+
+func (t *trial) stop(i int) {
+	t.rec.arrow(actorApp, serverName(i), "stop (SIGTERM)", "")
+	t.servers[i].stop()
+}
+
+func (t *trial) restart(i int) error {
+	err := t.servers[i].restart(t.ctx)
+	if err != nil {
+		t.rec.arrow(actorApp, serverName(i), "start again: "+clean(err.Error()), "error")
+		return err
+	}
+	t.rec.arrow(actorApp, serverName(i), "start again (on its port): it listens", "")
+	return nil
+}
+
+func (t *trial) pauseServer(i int) error {
+	return t.signal(i, "pause (SIGSTOP)", t.servers[i].g.Pause)
+}
+
+func (t *trial) resumeServer(i int) error {
+	return t.signal(i, "resume (SIGCONT)", t.servers[i].g.Resume)
+}
+
+func (t *trial) signal(i int, what string, send func() error) error {
+	err := send()
+	if err == nil {
+		t.rec.arrow(actorApp, serverName(i), what, "")
+	}
+	return err
+}
+
 func (t *trial) close() {
+	t.rec.finish()
 	for _, p := range t.proxies {
 		p.close()
 	}
@@ -264,6 +305,7 @@ type keyForm struct {
 func (t *trial) probeKeyForm() {
 	k := t.cfg.keys
 	k.decided = true
+	t.rec.line("the run's first check: which form of key does the server take?")
 	r := request{user: "bola", key: "grade-keyform-00001", body: body(2, 1, 100_000_000)}
 	bare := t.post(r, false)
 	if bare.Lost || bare.Status != 400 {
@@ -318,7 +360,10 @@ func (t *trial) get(user, path string) reply {
 func (t *trial) settle(r request, bound time.Duration) (reply, bool) {
 	deadline := time.Now().Add(bound)
 	var got reply
+	var tries []int // where each try begins in the diagram, which draws only the first and the last
+	defer func() { t.rec.fold(tries) }()
 	for n := 0; ; n++ {
+		tries = append(tries, t.rec.mark())
 		got = t.sendQuiet(r)
 		if got.definitive() || time.Now().After(deadline) || t.ctx.Err() != nil {
 			break
@@ -339,16 +384,17 @@ func (t *trial) settle(r request, bound time.Duration) (reply, bool) {
 // holdRow locks Ada's account row in a transaction of the grader's own,
 // so that a transfer from her account waits on it. release ends it.
 func (t *trial) holdRow() (pid int, release func()) {
-	pid, release, err := t.hold("SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE")
+	pid, release, err := t.hold("Ada's row", "SELECT … FOR UPDATE", "SELECT 1 FROM accounts WHERE id = 1 FOR UPDATE")
 	t.must(err)
 	return pid, release
 }
 
 // hold runs statements in a transaction of the grader's own and keeps it
-// open, with the locks they took, until release. It returns the
-// session's pid, for pg_blocking_pids; an error of the statements (a
-// lock_timeout, say) is returned with nothing held.
-func (t *trial) hold(stmts ...string) (pid int, release func(), err error) {
+// open, with the locks they took, until release; the diagram says what
+// they lock, and how. It returns the session's pid, for
+// pg_blocking_pids; an error of the statements (a lock_timeout, say) is
+// returned with nothing held.
+func (t *trial) hold(what, how string, stmts ...string) (pid int, release func(), err error) {
 	conn, err := t.db.Acquire(t.ctx)
 	t.must(err)
 	tx, err := conn.Begin(t.ctx)
@@ -360,7 +406,8 @@ func (t *trial) hold(stmts ...string) (pid int, release func(), err error) {
 			_, err = tx.Exec(t.ctx, stmt)
 		}
 	}
-	done := false
+	t.rec.arrow(actorApp, actorDB, "lock "+what+" ("+how+")", "")
+	done, held := false, err == nil
 	release = func() {
 		if !done {
 			done = true
@@ -368,9 +415,13 @@ func (t *trial) hold(stmts ...string) (pid int, release func(), err error) {
 				tx.Rollback(context.WithoutCancel(t.ctx))
 			}
 			conn.Release()
+			if held {
+				t.rec.arrow(actorApp, actorDB, "ROLLBACK: lets go of "+what, "")
+			}
 		}
 	}
 	if err != nil {
+		t.rec.arrow(actorDB, actorApp, "not taken: "+clean(err.Error()), "refused")
 		release()
 		return 0, nil, err
 	}
@@ -515,6 +566,12 @@ func readBank(ctx context.Context, db *pgxpool.Pool) (snapshot, error) {
 	return s, nil
 }
 
+// noteBank notes the bank as the grader read it, and draws it.
+func (t *trial) noteBank(when string, s snapshot) {
+	t.note("%s: %s", when, s.line())
+	t.rec.event("balances", s.line())
+}
+
 func (s snapshot) line() string {
 	return fmt.Sprintf("Ada %s, Bola %s, Chidi %s | total %s | transfers %d",
 		bank.Naira(s.balances[0]), bank.Naira(s.balances[1]), bank.Naira(s.balances[2]), bank.Naira(s.total), s.transfers)
@@ -527,7 +584,7 @@ func (s snapshot) line() string {
 func (t *trial) invariants() {
 	after, err := readBank(t.ctx, t.db)
 	t.must(err)
-	t.note("after: %s", after.line())
+	t.noteBank("after", after)
 	books, err := audit.Read(t.ctx, t.db, nil)
 	t.must(err)
 	intents := make([]audit.Intent, len(t.intents))

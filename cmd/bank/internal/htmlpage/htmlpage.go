@@ -1,8 +1,8 @@
-// Package htmlpage is the web page of --html (bank scenario and bank
-// mistake): the runs are recorded as they go, and the page is written
-// only once it is whole, through package outfile, or to standard output
-// for --html -. A path that cannot be written is a usage error (exit 2,
-// package exitcode).
+// Package htmlpage is the web page of --html (bank scenario, bank
+// mistake and bank grade): the runs are recorded as they go, and the
+// page is written only once it is whole, through package outfile, or to
+// standard output for --html -. A path that cannot be written is a usage
+// error (exit 2, package exitcode).
 package htmlpage
 
 import (
@@ -63,15 +63,21 @@ func PathError(flag, example string, err error) error {
 	return fmt.Errorf("%s: %w", flag, err)
 }
 
-// Write finishes the page and puts it in place.
+// Write finishes the page of the recorded runs and puts it in place.
 func (p *Page) Write() error {
+	return p.WriteWith(func(w io.Writer) error { return render.WriteHTML(w, p.Rec.Runs) })
+}
+
+// WriteWith finishes the page with write, which writes the whole page
+// (bank grade's report card, say), and puts it in place.
+func (p *Page) WriteWith(write func(io.Writer) error) error {
 	switch {
 	case p == nil:
 		return nil
 	case p.stdout != nil:
-		return render.WriteHTML(p.stdout, p.Rec.Runs)
+		return write(p.stdout)
 	}
-	if err := render.WriteHTML(p.file, p.Rec.Runs); err != nil {
+	if err := write(p.file); err != nil {
 		return err
 	}
 	if err := p.file.Commit(); err != nil {

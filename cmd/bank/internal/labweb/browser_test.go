@@ -74,6 +74,29 @@ func selfContained(t *testing.T, html string) {
 	}
 }
 
+// openPage runs bank (the binary) with args, which write a page at
+// path, checks that the page is self-contained, and opens it in the
+// browser of ctx, for a minute at most.
+func openPage(ctx context.Context, t *testing.T, bank, path string, args ...string) context.Context {
+	t.Helper()
+	cmd := exec.Command(bank, args...)
+	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+pgtest.CacheDir(t), "DATABASE_URL=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	html, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selfContained(t, string(html))
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path)); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
 func bankBinary(t *testing.T) string {
 	bin, clean, err := pgtest.BuildBank("github.com/zudojs/bank/cmd/bank")
 	if err != nil {
@@ -241,21 +264,7 @@ func TestLabInBrowser(t *testing.T) {
 func TestHTMLPageInBrowser(t *testing.T) {
 	ctx := chrome(t)
 	page := filepath.Join(t.TempDir(), "crash.html")
-	cmd := exec.Command(bankBinary(t), "scenario", "crash", "--html", page)
-	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+pgtest.CacheDir(t), "DATABASE_URL=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	html, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	selfContained(t, string(html))
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+page)); err != nil {
-		t.Fatal(err)
-	}
+	ctx = openPage(ctx, t, bankBinary(t), page, "scenario", "crash", "--html", page)
 	p, err := chromedp.Run(ctx, chromedp.Evaluate[crashPicture](readPicture))
 	if err != nil {
 		t.Fatal(err)

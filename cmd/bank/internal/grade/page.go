@@ -1,0 +1,84 @@
+package grade
+
+import (
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zudojs/bank/scenarios/render"
+)
+
+// pageCSS is render's style for the pictures, and the card's own lines.
+const pageCSS = `
+.na { color: #555; font-weight: bold; } table.card a { color: #003c8f; }
+section.check { border-top: 1px solid #ccc; margin-top: 1.5em; } section.check h2 { margin-top: .8em; }
+.why { margin: .2em 0 .6em; } .mistake { margin: .2em 0 .6em; } code { font-family: ui-monospace, monospace; }
+`
+
+var gradePage = template.Must(template.New("grade").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>bank grade: {{.Command}}</title>
+<style>{{.CSS}}</style></head>
+<body>
+<h1>report card for: {{.Command}}</h1>
+<p class="summary">LOCK_TTL_MS={{.TTL}}. {{.Tally}}. verdict: {{if .Passed}}<span class="holds">PASS</span> (every required check held){{else}}<span class="broken">FAIL</span> (see the checks marked FAIL, and run the command each one names){{end}}</p>
+<p class="note">Each check's diagram is what the grader did and saw, as it happened, the clock counting from the check's start. app is the grader's own client, which also throws the faults (it kills, pauses and restarts the servers) and holds its own locks in PostgreSQL; proxy is the grader's proxy in front of each server, which can lose a reply after the server sent it; server A (and B) are your server's processes.</p>
+<table class="keys card"><tr><th>check</th><th>verdict</th><th>what it throws</th></tr>
+{{range .Checks}}<tr><td><a href="#check-{{.Name}}">{{.Name}}</a></td><td class="{{.Class}}">{{.Mark}}</td><td>{{.Title}}</td></tr>
+{{end}}</table>
+{{range .Checks}}<section class="check" id="check-{{.Name}}" data-check="{{.Name}}" data-verdict="{{.Verdict}}">
+<h2><span class="{{.Class}}">{{.Mark}}</span> {{.Name}}: {{.Title}}</h2>
+<p class="why">{{.Why}}</p>
+{{if .Failed}}<p class="mistake">looks like: {{.LooksLike}}<br>see it done right: <code>{{.See}}</code></p>
+{{end}}{{.SVG}}
+<pre class="lines">{{range .Evidence}}{{.}}
+{{end}}</pre>
+</section>
+{{end}}</body></html>
+`))
+
+// pageCheck is one check as the page shows it.
+type pageCheck struct {
+	Name, Title, Verdict, Mark, Class string
+	Why, LooksLike, See               string
+	Failed                            bool
+	Evidence                          []string
+	SVG                               template.HTML
+}
+
+// WritePage writes the report card of a grade of command as one
+// self-contained web page: the card, then each check with its verdict,
+// why, the mistake a failure looks like and where to see it done right,
+// its diagram (as SVG, drawn by render as the scenarios' are) and its
+// evidence. Nothing is fetched.
+func (rep Report) WritePage(w io.Writer, command []string, lockTTL time.Duration) error {
+	data := struct {
+		CSS                 template.CSS
+		Command, TTL, Tally string
+		Passed              bool
+		Checks              []pageCheck
+	}{CSS: template.CSS(render.PageCSS + pageCSS), Command: strings.Join(command, " "), TTL: strconv.FormatInt(lockTTL.Milliseconds(), 10),
+		Passed: rep.Passed, Tally: rep.tally()}
+	for _, r := range rep.Results {
+		c := pageCheck{Name: r.Name, Title: r.Title, Verdict: r.Verdict, Why: r.Why, See: r.See, Evidence: r.Evidence, Failed: r.Verdict == Fail}
+		if !r.Required {
+			c.Title += " (recommended)"
+		}
+		switch r.Verdict {
+		case Pass:
+			c.Mark, c.Class = "pass", "holds"
+		case Fail:
+			c.Mark, c.Class, c.LooksLike = "FAIL", "broken", r.looksLike()
+		default:
+			c.Mark, c.Class = "n/a", "na"
+		}
+		if r.Recording != nil {
+			c.SVG = template.HTML(render.SVG(r.Recording, 1<<30)) // built from escaped text only
+		}
+		data.Checks = append(data.Checks, c)
+	}
+	data.Tally = rep.tally()
+	return gradePage.Execute(w, data)
+}
