@@ -177,6 +177,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Header = r.Header.Clone()
+	// Not rewindable: net/http's Transport would otherwise resend a
+	// request with an Idempotency-Key, on its own, when a reused
+	// connection to a killed server fails (client.Client does the same).
+	req.GetBody = nil
 	x := p.rec.request(p.server, r, body)
 	p.inFlight.Add(1)
 	resp, err := p.http.Do(req)
