@@ -143,7 +143,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		}
 		defer junit.Discard()
 	}
-	page, err := htmlpage.Start(f.html, &a.io.Out)
+	page, err := htmlpage.Start(f.html, "grade.html", &a.io.Out)
 	if err != nil {
 		return err
 	}

@@ -174,7 +174,7 @@ func (a *app) startShow(ctx context.Context, f scenarioFlags, ro render.Options)
 	}
 	s := &show{}
 	var err error
-	if s.page, err = htmlpage.Start(f.html, &a.io.Out); err != nil {
+	if s.page, err = htmlpage.Start(f.html, "crash.html", &a.io.Out); err != nil {
 		return nil, err
 	}
 	if s.Options, err = a.showOptions(ctx, f, ro, s.page); err == nil {

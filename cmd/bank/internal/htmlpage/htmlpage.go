@@ -18,9 +18,10 @@ import (
 // Page is an --html file being made: the runs are recorded as they go,
 // and the page replaces the file only once it is whole.
 type Page struct {
-	file   *outfile.File
-	stdout io.Writer        // --html -: the page is the output
-	Rec    *render.Recorder // the runs, as they go
+	file    *outfile.File
+	stdout  io.Writer        // --html -: the page is the output
+	Rec     *render.Recorder // the runs, as they go
+	example string           // a file name that would do, for an error
 }
 
 // Start prepares --html FILE (nothing when path is ""): it checks
@@ -28,8 +29,9 @@ type Page struct {
 // temporary file it will become (package outfile: never through a link,
 // never over a device, a FIFO or a directory). "-" is standard output,
 // *out, and then the page is the only output (the transcript is not
-// printed beside it: *out becomes io.Discard).
-func Start(path string, out *io.Writer) (*Page, error) {
+// printed beside it: *out becomes io.Discard). example is a name that
+// would do, said when the path will not (crash.html, grade.html).
+func Start(path, example string, out *io.Writer) (*Page, error) {
 	switch path {
 	case "":
 		return nil, nil
@@ -40,13 +42,10 @@ func Start(path string, out *io.Writer) (*Page, error) {
 	}
 	f, err := outfile.Create(path, ".bank-page-*.html")
 	if err != nil {
-		return nil, htmlError(err)
+		return nil, PathError("--html", example, err)
 	}
-	return &Page{file: f, Rec: &render.Recorder{}}, nil
+	return &Page{file: f, Rec: &render.Recorder{}, example: example}, nil
 }
-
-// htmlError says what was wrong with --html's path, as a usage error.
-func htmlError(err error) error { return PathError("--html", "crash.html", err) }
 
 // PathError says what was wrong with the path a flag names for a file the
 // lab writes (package outfile), as a usage error where it is the path's
@@ -81,7 +80,7 @@ func (p *Page) WriteWith(write func(io.Writer) error) error {
 		return err
 	}
 	if err := p.file.Commit(); err != nil {
-		return htmlError(err)
+		return PathError("--html", p.example, err)
 	}
 	return nil
 }
