@@ -16,6 +16,7 @@ import (
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/card"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/starter"
 	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
@@ -67,7 +68,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 				return exitcode.Usagef("--contract prints the contract and runs nothing; drop it to grade %q, or drop the command to read the contract", strings.Join(args, " "))
 			}
 			if f.contract {
-				fmt.Fprint(a.io.Out, grade.Contract())
+				fmt.Fprint(a.io.Out, card.Contract())
 				return nil
 			}
 			if f.starter != "" {
@@ -179,10 +180,10 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	}
 	start := time.Now()
 	rep, err := grade.Run(ctx, cfg)
-	card := !f.json && f.junit != "-" // the card goes to the output unless something else does
+	showCard := !f.json && f.junit != "-" // the card goes to the output unless something else does
 	se, startFailed := grade.IsStartError(err)
 	if err == nil || startFailed {
-		if err := page.WriteWith(func(w io.Writer) error { return rep.WritePage(w, command, f.lockTTL) }); err != nil {
+		if err := page.WriteWith(func(w io.Writer) error { return card.Page(w, rep, command, f.lockTTL) }); err != nil {
 			return err
 		}
 	}
@@ -191,8 +192,8 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		width = n
 	}
 	if startFailed {
-		if card {
-			rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose, width)
+		if showCard {
+			card.Print(a.io.Out, rep, command, f.lockTTL, colour, a.verbose, width)
 		}
 		msg := "bank: " + se.Why
 		if se.Stderr != "" {
@@ -207,11 +208,11 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	took := time.Since(start)
 	switch {
 	case f.junit == "-":
-		if err := rep.WriteJUnit(a.io.Out, command, f.lockTTL, took); err != nil {
+		if err := card.JUnit(a.io.Out, rep, command, f.lockTTL, took); err != nil {
 			return err
 		}
 	case junit != nil:
-		if err := rep.WriteJUnit(junit, command, f.lockTTL, took); err != nil {
+		if err := card.JUnit(junit, rep, command, f.lockTTL, took); err != nil {
 			return err
 		}
 		if err := junit.Commit(); err != nil {
@@ -224,8 +225,8 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
-	} else if card {
-		rep.Print(a.io.Out, command, f.lockTTL, colour, a.verbose, width)
+	} else if showCard {
+		card.Print(a.io.Out, rep, command, f.lockTTL, colour, a.verbose, width)
 	}
 	if !rep.Passed {
 		return exitcode.Silent{Code: exitcode.No}
@@ -243,14 +244,14 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 
 // printWorkflow is bank grade --workflow KIND -- CMD.
 func (a *app) printWorkflow(f gradeFlags, command []string) error {
-	if !slices.Contains(grade.Workflows, f.workflow) {
-		return exitcode.Usagef("no workflow %q%s: choose %s", f.workflow, names.DidYouMean(f.workflow, grade.Workflows), strings.Join(grade.Workflows, " or "))
+	if !slices.Contains(card.Workflows, f.workflow) {
+		return exitcode.Usagef("no workflow %q%s: choose %s", f.workflow, names.DidYouMean(f.workflow, card.Workflows), strings.Join(card.Workflows, " or "))
 	}
 	points, err := checkPoints(f.points)
 	if err != nil {
 		return err
 	}
-	w, err := grade.Workflow(f.workflow, command, points)
+	w, err := card.Workflow(f.workflow, command, points)
 	if err != nil {
 		return err
 	}

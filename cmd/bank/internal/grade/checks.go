@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 )
 
 // Checks are the faults the grader throws, in the order it throws them.
@@ -291,13 +292,13 @@ func copies(t *trial, n int, key string) {
 			t.note("the grader could not lock the server's own tables (%s): %v; the copies race as they come", list, err)
 		}
 	}
-	t.rec.burstStart()
-	defer t.rec.burstEnd() // once: a check ended early (an abort) draws what it had
+	t.rec.BurstStart()
+	defer t.rec.BurstEnd() // once: a check ended early (an abort) draws what it had
 	close(start)
 	if us != 0 {
 		waiting := t.waitLinedUp(us, func() bool { return answered.Load() == int64(n) }, n, 5*time.Second)
 		if waiting > 0 {
-			t.rec.arrow(serverName(0), actorDB, fmt.Sprintf("%d sessions wait to write its own tables", waiting), "in-progress")
+			t.rec.Arrow(serverName(0), record.ActorDB, fmt.Sprintf("%d sessions wait to write its own tables", waiting), "in-progress")
 		}
 		unlock()
 		if waiting > 0 {
@@ -309,7 +310,7 @@ func copies(t *trial, n int, key string) {
 		t.note("the server keeps no table of its own in the database, so the grader cannot line the copies up: they race as they come, and this check only samples the race (run it again to sample more)")
 	}
 	wg.Wait()
-	t.rec.burstEnd()
+	t.rec.BurstEnd()
 	tally := map[string]int{}
 	var order []string
 	created, bad := 0, ""
@@ -422,7 +423,7 @@ func (t *trial) blockOnAdasRow(r request, who string) (blocked int, p *pending, 
 		t.fail("the transfer never waited on Ada's account row (it answered %s): it does not lock or update the sender's account", got.short())
 		return 0, p, release, false
 	}
-	t.rec.arrow(serverName(r.server), actorDB, "waits on Ada's row, which the grader holds", "in-progress")
+	t.rec.Arrow(serverName(r.server), record.ActorDB, "waits on Ada's row, which the grader holds", "in-progress")
 	return blocked, p, release, true
 }
 
@@ -437,10 +438,10 @@ func outage(t *trial) {
 		return
 	}
 	var cancelled bool
-	t.rec.arrow(actorApp, actorDB, "cancel server A's statement (pg_cancel_backend)", "")
+	t.rec.Arrow(record.ActorApp, record.ActorDB, "cancel server A's statement (pg_cancel_backend)", "")
 	t.must(t.db.QueryRow(t.ctx, "SELECT pg_cancel_backend($1)", blocked).Scan(&cancelled))
 	if !cancelled {
-		t.rec.arrow(actorDB, actorApp, "not cancelled", "refused")
+		t.rec.Arrow(record.ActorDB, record.ActorApp, "not cancelled", "refused")
 		release()
 		t.await(p, 10*time.Second)
 		t.notApplicable("the grader could not cancel the server's statement (pg_cancel_backend refused: another role's session?)")
@@ -531,7 +532,7 @@ func crashOnStore(t *trial) {
 		t.passed("%s; nothing is written after the transfer, so there was no storing to kill it in", sameTx)
 		return
 	}
-	t.rec.arrow(serverName(0), actorDB, "waits to write its own tables", "in-progress")
+	t.rec.Arrow(serverName(0), record.ActorDB, "waits to write its own tables", "in-progress")
 	done := t.count(1, 2, tenThousand)
 	t.kill(0)
 	t.note("the server's session waits to write its answer: the server is killed (SIGKILL), %s", map[bool]string{
@@ -638,7 +639,7 @@ func pause(t *trial) {
 	if !t.waitTaken(a, 5*time.Second) {
 		t.must(&unsureError{"server A's session had not taken Ada's row 5 s after the grader let go of it: too slow to send a copy while A holds it"})
 	}
-	t.rec.arrow(serverName(0), actorDB, "A's transaction takes Ada's row, A itself frozen", "")
+	t.rec.Arrow(serverName(0), record.ActorDB, "A's transaction takes Ada's row, A itself frozen", "")
 	rb := r
 	rb.server = 1
 	if !t.copyToBWhileLocked(rb, a, sent, resume, pa) {
@@ -651,8 +652,8 @@ func pause(t *trial) {
 	early := reply{} // B's answer, when it came without waiting on A
 	if tookOver {
 		t.note("server B's retry waits on the rows A's transaction holds")
-		t.rec.arrow(serverName(1), actorDB, "B's retry waits on the rows A's transaction holds: B took the key over", "takeover")
-		t.rec.fencing(serverName(0))
+		t.rec.Arrow(serverName(1), record.ActorDB, "B's retry waits on the rows A's transaction holds: B took the key over", "takeover")
+		t.rec.Fencing(serverName(0))
 	} else if got, answered := t.await(pb, 5*time.Second); !answered {
 		early = reply{Lost: true}
 	} else if got.Replayed {
@@ -713,7 +714,7 @@ func (t *trial) copyToBWhileLocked(rb request, a int, sent time.Time, resume fun
 		t.must(&unsureError{"the copy to server B came after A's lock could have expired, too late to tell whether B saw A's key"})
 	}
 	if waiter != 0 {
-		t.rec.arrow(serverName(1), actorDB, "waits on A's transaction", "in-progress")
+		t.rec.Arrow(serverName(1), record.ActorDB, "waits on A's transaction", "in-progress")
 		var query string
 		t.must(t.db.QueryRow(t.ctx, "SELECT COALESCE(query, '') FROM pg_stat_activity WHERE pid = $1", waiter).Scan(&query))
 		onKeys := false

@@ -30,6 +30,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 	"github.com/zudojs/bank/scenarios/render"
 )
 
@@ -348,7 +349,9 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		return res, err
 	}
 	defer pool.Close()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, run: n, rec: record(&res, c)}
+	rec := record.New(c.Name, c.Title, wire)
+	res.Recording = rec.Recording()
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, run: n, rec: rec}
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {

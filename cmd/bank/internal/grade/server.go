@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 )
 
 // StartError is a server that exited before it listened, or never
@@ -137,9 +138,9 @@ func (in *instance) base() string { return "http://127.0.0.1:" + strconv.Itoa(in
 // the client's connection without a word, as a network that fails after
 // the server committed would.
 type proxy struct {
-	upstream func() string // the server's base URL
-	server   string        // the server's name, in the diagram
-	rec      *recorder     // the trial's, where each request and answer is drawn
+	upstream func() string    // the server's base URL
+	server   string           // the server's name, in the diagram
+	rec      *record.Recorder // the trial's, where each request and answer is drawn
 	http     *http.Client
 	ln       net.Listener
 	srv      *http.Server
@@ -150,7 +151,7 @@ type proxy struct {
 	loseRate func() bool  // for torture: lose this reply?
 }
 
-func startProxy(upstream func() string, server string, rec *recorder) (*proxy, error) {
+func startProxy(upstream func() string, server string, rec *record.Recorder) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("starting the grader's proxy: %w", err)
@@ -181,7 +182,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// request with an Idempotency-Key, on its own, when a reused
 	// connection to a killed server fails (client.Client does the same).
 	req.GetBody = nil
-	x := p.rec.request(p.server, r, body)
+	x := p.rec.Request(p.server, r, body)
 	p.inFlight.Add(1)
 	resp, err := p.http.Do(req)
 	p.inFlight.Add(-1)
@@ -192,22 +193,22 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
-			p.rec.arrow(actorApp, actorProxy, hungUp, "")
+			p.rec.Arrow(record.ActorApp, record.ActorProxy, record.HungUp, "")
 		} else {
-			p.rec.arrow(actorProxy, actorApp, p.rec.noAnswer(p.server, x), "error")
+			p.rec.Arrow(record.ActorProxy, record.ActorApp, p.rec.NoAnswer(p.server, x), "error")
 		}
 		hangUp(w) // the server died or hung up: so does the network
 		return
 	}
-	label, mark := p.rec.answer(p.server, x, resp.StatusCode, strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"), reply)
-	p.rec.arrow(p.server, actorProxy, label, mark)
+	label, mark := p.rec.Answer(p.server, x, resp.StatusCode, strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"), reply)
+	p.rec.Arrow(p.server, record.ActorProxy, label, mark)
 	if p.lose() {
 		p.lost.Add(1)
-		p.rec.arrow(actorProxy, actorApp, label+", never reaches the app", "lost")
+		p.rec.Arrow(record.ActorProxy, record.ActorApp, label+", never reaches the app", "lost")
 		hangUp(w)
 		return
 	}
-	p.rec.arrow(actorProxy, actorApp, label, mark)
+	p.rec.Arrow(record.ActorProxy, record.ActorApp, label, mark)
 	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}

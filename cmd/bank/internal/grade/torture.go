@@ -3,13 +3,14 @@ package grade
 import (
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	mrand "math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
 )
@@ -55,7 +56,7 @@ func tortureRun(t *trial) {
 		faults = append(faults, fmt.Sprintf("%s %d", f, rep.Faults[f]))
 	}
 	t.note("%d intents, seed 1; faults: %s", rep.Intents, strings.Join(faults, ", "))
-	t.rec.line("%d intents, seed 1; faults: %s", rep.Intents, strings.Join(faults, ", "))
+	t.rec.Line("%d intents, seed 1; faults: %s", rep.Intents, strings.Join(faults, ", "))
 	t.note("once the faults stopped (no more kills, no lost replies), every intent was sent again under its key until answered, for at most %s", t.cfg.LockTTL+5*time.Second)
 	for i, v := range rep.Violations {
 		if i == 10 {

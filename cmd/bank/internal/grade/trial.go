@@ -17,6 +17,7 @@ import (
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/audit"
 	"github.com/zudojs/bank/bank/client"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 )
 
 // trial is one check's world: its database, its servers, the proxies in
@@ -30,8 +31,8 @@ type trial struct {
 	proxies []*proxy
 	intents []intent
 	res     *Result
-	run     int       // which run of the check this is (--repeat), from 0
-	rec     *recorder // what happened, for the check's diagram
+	run     int              // which run of the check this is (--repeat), from 0
+	rec     *record.Recorder // what happened, for the check's diagram
 	// ownCount: the check counts transfers per intent itself (torture),
 	// so the ledger may hold transfers the trial's intents do not name.
 	ownCount bool
@@ -64,22 +65,22 @@ func (t *trial) startServer() error {
 // restart starts it again on its port, and pauseServer and resumeServer
 // freeze it and let it go on (SIGSTOP, SIGCONT): each drawn as it is done.
 func (t *trial) kill(i int) {
-	t.rec.arrow(actorApp, serverName(i), "kill (SIGKILL)", "")
+	t.rec.Arrow(record.ActorApp, serverName(i), "kill (SIGKILL)", "")
 	t.servers[i].kill()
 }
 
 func (t *trial) stop(i int) {
-	t.rec.arrow(actorApp, serverName(i), "stop (SIGTERM)", "")
+	t.rec.Arrow(record.ActorApp, serverName(i), "stop (SIGTERM)", "")
 	t.servers[i].stop()
 }
 
 func (t *trial) restart(i int) error {
 	err := t.servers[i].restart(t.ctx)
 	if err != nil {
-		t.rec.arrow(actorApp, serverName(i), "start again: "+clean(err.Error()), "error")
+		t.rec.Arrow(record.ActorApp, serverName(i), "start again: "+record.Clean(err.Error()), "error")
 		return err
 	}
-	t.rec.arrow(actorApp, serverName(i), "start again (on its port): it listens", "")
+	t.rec.Arrow(record.ActorApp, serverName(i), "start again (on its port): it listens", "")
 	return nil
 }
 
@@ -94,13 +95,13 @@ func (t *trial) resumeServer(i int) error {
 func (t *trial) signal(i int, what string, send func() error) error {
 	err := send()
 	if err == nil {
-		t.rec.arrow(actorApp, serverName(i), what, "")
+		t.rec.Arrow(record.ActorApp, serverName(i), what, "")
 	}
 	return err
 }
 
 func (t *trial) close() {
-	t.rec.finish()
+	t.rec.Finish()
 	for _, p := range t.proxies {
 		p.close()
 	}
@@ -154,6 +155,10 @@ func (t *trial) intent(label string, from, to, kobo int64, want int) {
 
 // Users, by their bearer tokens.
 var tokens = map[string]string{"ada": "token-ada", "bola": "token-bola", "chidi": "token-chidi"}
+
+// wire is what a check's recorder needs of the lesson's API to label what
+// its proxy sees.
+var wire = record.Wire{Tokens: tokens, Body: body, ErrorCode: func(body string) string { code, _ := errorOf(body); return code }}
 
 // reply is what came back to the grader's client.
 type reply struct {
@@ -306,7 +311,7 @@ type keyForm struct {
 func (t *trial) probeKeyForm() {
 	k := t.cfg.keys
 	k.decided = true
-	t.rec.line("the run's first check: which form of key does the server take?")
+	t.rec.Line("the run's first check: which form of key does the server take?")
 	r := request{user: "bola", key: "grade-keyform-00001", body: body(2, 1, 100_000_000)}
 	bare := t.post(r, false)
 	if bare.Lost || bare.Status != 400 {
@@ -362,9 +367,9 @@ func (t *trial) settle(r request, bound time.Duration) (reply, bool) {
 	deadline := time.Now().Add(bound)
 	var got reply
 	var tries []int // where each try begins in the diagram, which draws only the first and the last
-	defer func() { t.rec.fold(tries) }()
+	defer func() { t.rec.Fold(tries) }()
 	for n := 0; ; n++ {
-		tries = append(tries, t.rec.mark())
+		tries = append(tries, t.rec.Mark())
 		got = t.sendQuiet(r)
 		if got.definitive() || time.Now().After(deadline) || t.ctx.Err() != nil {
 			break
@@ -407,7 +412,7 @@ func (t *trial) hold(what, how string, stmts ...string) (pid int, release func()
 			_, err = tx.Exec(t.ctx, stmt)
 		}
 	}
-	t.rec.arrow(actorApp, actorDB, "lock "+what+" ("+how+")", "")
+	t.rec.Arrow(record.ActorApp, record.ActorDB, "lock "+what+" ("+how+")", "")
 	done, held := false, err == nil
 	release = func() {
 		if !done {
@@ -417,12 +422,12 @@ func (t *trial) hold(what, how string, stmts ...string) (pid int, release func()
 			}
 			conn.Release()
 			if held {
-				t.rec.arrow(actorApp, actorDB, "ROLLBACK: lets go of "+what, "")
+				t.rec.Arrow(record.ActorApp, record.ActorDB, "ROLLBACK: lets go of "+what, "")
 			}
 		}
 	}
 	if err != nil {
-		t.rec.arrow(actorDB, actorApp, "not taken: "+clean(err.Error()), "refused")
+		t.rec.Arrow(record.ActorDB, record.ActorApp, "not taken: "+record.Clean(err.Error()), "refused")
 		release()
 		return 0, nil, err
 	}
@@ -570,7 +575,7 @@ func readBank(ctx context.Context, db *pgxpool.Pool) (snapshot, error) {
 // noteBank notes the bank as the grader read it, and draws it.
 func (t *trial) noteBank(when string, s snapshot) {
 	t.note("%s: %s", when, s.line())
-	t.rec.event("balances", s.line())
+	t.rec.Event("balances", s.line())
 }
 
 func (s snapshot) line() string {

@@ -1,10 +1,11 @@
-package grade
+package card
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
 )
 
 // Contract is what bank grade expects of a server: the lesson's API.
@@ -131,7 +132,7 @@ proxy loses replies after your server has sent them.
 
 Checks (required unless marked):
 `)
-	for _, c := range Checks {
+	for _, c := range grade.Checks {
 		req := ""
 		if !c.Required {
 			req = "  (recommended)"

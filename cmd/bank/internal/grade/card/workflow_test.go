@@ -1,10 +1,11 @@
-package grade
+package card
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"gopkg.in/yaml.v3"
 )
 
@@ -63,10 +64,10 @@ func TestClassroomWorkflow(t *testing.T) {
 			}
 		}
 	}
-	if len(graders) != len(Checks) || runners != strings.Join(Names(), ",") {
-		t.Fatalf("%d graders for %d checks; runners %q", len(graders), len(Checks), runners)
+	if len(graders) != len(grade.Checks) || runners != strings.Join(grade.Names(), ",") {
+		t.Fatalf("%d graders for %d checks; runners %q", len(graders), len(grade.Checks), runners)
 	}
-	for _, name := range Names() {
+	for _, name := range grade.Names() {
 		if env[strings.ToUpper(name)+"_RESULTS"] != "${{steps."+name+".outputs.result}}" {
 			t.Errorf("the reporter does not get %s's result: %v", name, env)
 		}

@@ -1,4 +1,14 @@
-package grade
+// Package record keeps what the grader did and saw in one run of a
+// check, as it happened, as the lab's events (package scenarios/lab),
+// which package scenarios/render draws as a sequence diagram, in the
+// terminal or as SVG: the check's diagram on the report card.
+//
+// The events are recorded where the grader acts or sees, as it does: its
+// proxy, for every request it passes on and every answer it passes back
+// or loses; the trial, for every kill, pause and restart, and every lock
+// the grader takes in PostgreSQL and what it sees waiting on it. Nothing
+// is drawn that did not happen. Each trial has a Recorder of its own.
+package record
 
 import (
 	"encoding/json"
@@ -15,34 +25,27 @@ import (
 	"github.com/zudojs/bank/scenarios/render"
 )
 
-// What a check did is drawn as the scenarios are: a stream of the lab's
-// events (package scenarios/lab), which package scenarios/render draws as
-// a sequence diagram, in the terminal or as SVG. The events are recorded
-// where the grader acts or sees, as it does: the proxy, for every request
-// it passes on and every answer it passes back or loses; the trial, for
-// every kill, pause and restart, and every lock the grader takes in
-// PostgreSQL and what it sees waiting on it. Nothing is drawn that did
-// not happen. Each trial has a recorder of its own.
-
-// The lanes of a check's diagram, besides each server (serverName).
+// The lanes of a check's diagram, besides each server ("server A", "server
+// B").
 const (
-	actorApp   = lab.ActorApp // the grader's own client, which also throws the faults
-	actorProxy = "proxy"      // the grader's proxy in front of each server
-	actorDB    = lab.ActorDB
+	ActorApp   = lab.ActorApp // the grader's own client, which also throws the faults
+	ActorProxy = "proxy"      // the grader's proxy in front of each server
+	ActorDB    = lab.ActorDB  // PostgreSQL, where the grader takes its locks
 )
 
-// hungUp is the arrow of a request the app stopped waiting for.
-const hungUp = "stops waiting, and hangs up"
+// HungUp is the arrow of a request the app stopped waiting for.
+const HungUp = "stops waiting, and hangs up"
 
 // maxArrows bounds a diagram: past it, arrows are counted, not drawn (a
 // torture run sends hundreds of requests).
 const maxArrows = 60
 
-// recorder keeps one trial's events in its Recording, as they happen,
+// Recorder keeps one trial's events in its Recording, as they happen,
 // from any goroutine.
-type recorder struct {
+type Recorder struct {
 	mu    sync.Mutex
 	rec   *render.Recording
+	wire  Wire
 	start time.Time
 	done  bool // the trial is over: what comes later is not the check's
 
@@ -52,7 +55,7 @@ type recorder struct {
 	kinds  map[string]int // what they were
 	order  []string
 
-	burst []burstArrow // while a burst is tallied (burstStart), its arrows
+	burst []burstArrow // while a burst is tallied (BurstStart), its arrows
 
 	keys  map[string]*keySeen // what each user's key was answered, by "user key"
 	last  *keySeen            // the key of the request drawn last
@@ -71,15 +74,28 @@ type keySeen struct {
 	ids        map[int64]bool // the transfers its 201s named
 }
 
-// record starts the recording of check c into res, and returns its
-// recorder.
-func record(res *Result, c Check) *recorder {
-	res.Recording = &render.Recording{Scenario: &lab.Scenario{Name: c.Name, Summary: c.Title}}
-	return &recorder{rec: res.Recording, start: time.Now(), moreAt: -1, kinds: map[string]int{}, keys: map[string]*keySeen{}}
+// Wire is what a recorder must know of the lesson's API to label the
+// requests and answers its proxy sees: the grader, which speaks it, gives
+// it.
+type Wire struct {
+	Tokens    map[string]string                 // each user's bearer token, by user
+	Body      func(from, to, kobo int64) string // a transfer request as the lesson writes it
+	ErrorCode func(body string) string          // the code an error body names, in either shape the contract takes, or ""
 }
 
+// New starts the recording of one run of the check name, whose title
+// is title; the clock starts now.
+func New(name, title string, wire Wire) *Recorder {
+	rec := &render.Recording{Scenario: &lab.Scenario{Name: name, Summary: title}}
+	return &Recorder{rec: rec, wire: wire, start: time.Now(), moreAt: -1, kinds: map[string]int{}, keys: map[string]*keySeen{}}
+}
+
+// Recording is the recording the events go into, as they happen, until
+// Finish: the grader hangs it on the check's result, for its diagram.
+func (r *Recorder) Recording() *render.Recording { return r.rec }
+
 // clock is the time since the check began, as the diagram's clock.
-func (r *recorder) clock() string {
+func (r *Recorder) clock() string {
 	d := time.Since(r.start).Seconds()
 	if d >= 100 {
 		return fmt.Sprintf("%.0f s", d)
@@ -87,8 +103,9 @@ func (r *recorder) clock() string {
 	return fmt.Sprintf("%.1f s", d)
 }
 
-// arrow records one message between two lanes.
-func (r *recorder) arrow(from, to, text, mark string) {
+// Arrow records one message between two lanes: from, to, its text, and
+// its mark (a lab.Event's Mark: "lost", "refused", …; "" for none).
+func (r *Recorder) Arrow(from, to, text, mark string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := lab.Event{Kind: "message", From: from, To: to, Text: text, Mark: mark, Clock: r.clock()}
@@ -106,7 +123,7 @@ func (r *recorder) arrow(from, to, text, mark string) {
 }
 
 // keep adds a message to the recording, or counts it past the bound.
-func (r *recorder) keep(e lab.Event) {
+func (r *Recorder) keep(e lab.Event) {
 	if r.done {
 		return
 	}
@@ -121,13 +138,13 @@ func (r *recorder) keep(e lab.Event) {
 	}
 	kind := e.Text
 	switch {
-	case e.From == actorApp && e.To == actorProxy && e.Text != hungUp:
+	case e.From == ActorApp && e.To == ActorProxy && e.Text != HungUp:
 		kind = "requests"
-	case e.From == actorProxy && e.To == actorApp && e.Mark == "lost":
+	case e.From == ActorProxy && e.To == ActorApp && e.Mark == "lost":
 		kind = "replies lost"
-	case e.From == actorProxy && e.To == actorApp:
+	case e.From == ActorProxy && e.To == ActorApp:
 		kind = "answers"
-	case e.From == actorProxy || e.To == actorProxy:
+	case e.From == ActorProxy || e.To == ActorProxy:
 		kind = "" // the proxy's side of a request or an answer, counted once
 	}
 	r.more++
@@ -154,8 +171,8 @@ func (r *recorder) keep(e lab.Event) {
 // are; the rest (faults, locks) by their text.
 var counted = []string{"requests", "answers", "replies lost"}
 
-// event records an event of another kind: a line, or the bank's balances.
-func (r *recorder) event(kind, text string) {
+// Event records an event of another kind: a line, or the bank's balances.
+func (r *Recorder) Event(kind, text string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.done {
@@ -163,19 +180,22 @@ func (r *recorder) event(kind, text string) {
 	}
 }
 
-func (r *recorder) line(format string, args ...any) { r.event("line", fmt.Sprintf(format, args...)) }
+// Line records a line of text across the diagram.
+func (r *Recorder) Line(format string, args ...any) { r.Event("line", fmt.Sprintf(format, args...)) }
 
-// burstStart tallies the arrows that follow, until burstEnd, instead of
+// BurstStart tallies the arrows that follow, until BurstEnd, instead of
 // drawing each: copies sent at once come back in the scheduler's order,
 // so they are drawn as one arrow each of what was sent and answered, with
 // how many times (×N), in the order each was first seen.
-func (r *recorder) burstStart() {
+func (r *Recorder) BurstStart() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.burst = []burstArrow{}
 }
 
-func (r *recorder) burstEnd() {
+// BurstEnd draws the burst's arrows, each once, with how many times it
+// came.
+func (r *Recorder) BurstEnd() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	arrows := r.burst
@@ -188,18 +208,18 @@ func (r *recorder) burstEnd() {
 	}
 }
 
-// mark is where the recording stands, for fold.
-func (r *recorder) mark() int {
+// Mark is where the recording stands, for Fold.
+func (r *Recorder) Mark() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.rec.Events)
 }
 
-// fold draws a request resent until it is answered (settle) as its first
-// and last tries, and a line for the tries between: tries are the marks
-// at which each try began. Only the tries' own arrows are folded: if
-// anything else happened meanwhile, every try is drawn.
-func (r *recorder) fold(tries []int) {
+// Fold draws a request resent until it is answered (the grader's settle)
+// as its first and last tries, and a line for the tries between: tries
+// are the marks at which each try began. Only the tries' own arrows are
+// folded: if anything else happened meanwhile, every try is drawn.
+func (r *Recorder) Fold(tries []int) {
 	if len(tries) < 3 {
 		return
 	}
@@ -212,13 +232,13 @@ func (r *recorder) fold(tries []int) {
 	sent, tally, order := 0, map[string]int{}, []string(nil)
 	for _, e := range r.rec.Events[from:to] {
 		switch {
-		case e.Kind != "message" || e.From == actorDB || e.To == actorDB:
+		case e.Kind != "message" || e.From == ActorDB || e.To == ActorDB:
 			return
-		case e.From == actorApp && e.To == actorProxy && e.Text != hungUp:
+		case e.From == ActorApp && e.To == ActorProxy && e.Text != HungUp:
 			sent++
-		case e.From == actorApp:
+		case e.From == ActorApp:
 			return // a fault, not a try
-		case e.To == actorApp:
+		case e.To == ActorApp:
 			if tally[e.Text] == 0 {
 				order = append(order, e.Text)
 			}
@@ -241,42 +261,43 @@ func (r *recorder) fold(tries []int) {
 	r.rec.Events = append(append(r.rec.Events[:from:from], summary), r.rec.Events[to:]...)
 }
 
-// fencing says that server's lock was taken over: its next refusal is the
+// Fencing says that server's lock was taken over: its next refusal is the
 // fencing token at work.
-func (r *recorder) fencing(server string) {
+func (r *Recorder) Fencing(server string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fence = server
 }
 
-// finish ends the recording: nothing after it is the check's.
-func (r *recorder) finish() {
+// Finish ends the recording: nothing after it is the check's.
+func (r *Recorder) Finish() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done = true
 }
 
-// exchange is one request the proxy passes on, as its diagram needs it.
-type exchange struct {
+// Exchange is one request the proxy passes on, as its diagram needs it:
+// Request returns it, and Answer and NoAnswer take it back.
+type Exchange struct {
 	seen *keySeen // what its key's answers showed before it was sent; nil without a key
 	// afterConflict: a 409 to its key had come back before it was sent.
 	afterConflict bool
 	tag           string // its key's end, to tell its answer among others' (torture)
 }
 
-// request draws a request the proxy got (what, as whom, under which key)
+// Request draws a request the proxy got (what, as whom, under which key)
 // and passes on to server.
-func (r *recorder) request(server string, req *http.Request, raw []byte) exchange {
-	text := clean(req.Method + " " + req.URL.RequestURI())
+func (r *Recorder) Request(server string, req *http.Request, raw []byte) Exchange {
+	text := Clean(req.Method + " " + req.URL.RequestURI())
 	var t struct{ From, To, AmountKobo int64 }
 	if req.Method == http.MethodPost && json.Unmarshal(raw, &t) == nil && t.AmountKobo > 0 {
 		text = fmt.Sprintf("POST %s %d→%d", bank.Naira(t.AmountKobo), t.From, t.To)
-		if string(raw) != body(t.From, t.To, t.AmountKobo) {
+		if string(raw) != r.wire.Body(t.From, t.To, t.AmountKobo) {
 			text += " (written otherwise)"
 		}
 	}
 	user := "nobody"
-	for u, token := range tokens {
+	for u, token := range r.wire.Tokens {
 		if req.Header.Get("Authorization") == "Bearer "+token {
 			user = u
 		}
@@ -284,8 +305,8 @@ func (r *recorder) request(server string, req *http.Request, raw []byte) exchang
 	if user != "ada" {
 		text += " as " + user
 	}
-	var x exchange
-	switch key := clean(req.Header.Get("Idempotency-Key")); {
+	var x Exchange
+	switch key := Clean(req.Header.Get("Idempotency-Key")); {
 	case req.Method != http.MethodPost:
 	case key == "":
 		text += ", no key"
@@ -303,27 +324,27 @@ func (r *recorder) request(server string, req *http.Request, raw []byte) exchang
 	r.mu.Lock()
 	r.last = x.seen
 	r.mu.Unlock()
-	r.arrow(actorApp, actorProxy, text, "")
-	r.arrow(actorProxy, server, "passed on", "")
+	r.Arrow(ActorApp, ActorProxy, text, "")
+	r.Arrow(ActorProxy, server, "passed on", "")
 	return x
 }
 
-// answer is the label and mark of an answer from server to a request:
+// Answer is the label and mark of an answer from server to a request:
 // what it was, and what its key's answers so far show of it.
-func (r *recorder) answer(server string, x exchange, status int, replayed bool, reply []byte) (string, string) {
+func (r *Recorder) Answer(server string, x Exchange, status int, replayed bool, reply []byte) (string, string) {
 	var b struct {
 		TransferID int64 `json:"transferId"`
 		Status     any   `json:"status"`
 	}
 	json.Unmarshal(reply, &b)
 	text := fmt.Sprint(status)
-	switch code, _ := errorOf(string(reply)); {
+	switch code := r.wire.ErrorCode(string(reply)); {
 	case b.TransferID != 0:
 		text += fmt.Sprintf(" transfer %d", b.TransferID)
 	case code != "":
-		text += " " + clean(code)
+		text += " " + Clean(code)
 	case b.Status != nil:
-		text += " " + clean(fmt.Sprint(b.Status))
+		text += " " + Clean(fmt.Sprint(b.Status))
 	}
 	mark := ""
 	switch {
@@ -361,8 +382,8 @@ func (r *recorder) answer(server string, x exchange, status int, replayed bool, 
 	return text, mark
 }
 
-// noAnswer is the label of a request server never answered.
-func (r *recorder) noAnswer(server string, x exchange) string {
+// NoAnswer is the label of a request server never answered.
+func (r *Recorder) NoAnswer(server string, x Exchange) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return "no answer: " + server + "'s connection broke" + r.whose(x)
@@ -370,16 +391,16 @@ func (r *recorder) noAnswer(server string, x exchange) string {
 
 // whose says which key an answer is to, where another key's request
 // came since its own (torture's clients send at once).
-func (r *recorder) whose(x exchange) string {
+func (r *Recorder) whose(x Exchange) string {
 	if x.seen != nil && x.seen != r.last {
 		return ", for " + x.tag
 	}
 	return ""
 }
 
-// clean keeps a label from the server (a key, an error code) printable
+// Clean keeps a label from the server (a key, an error code) printable
 // and short.
-func clean(s string) string {
+func Clean(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return -1

@@ -1,9 +1,11 @@
-package grade
+package card
 
 import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
 )
 
 // Workflows are the CI files bank grade --workflow writes for a learner's
@@ -57,7 +59,7 @@ jobs:
     steps:
 %s`, firstSteps(command))
 		var ids []string
-		for _, c := range Checks {
+		for _, c := range grade.Checks {
 			worth, ok := points[c.Name]
 			if !ok {
 				worth = 1

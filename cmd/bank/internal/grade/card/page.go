@@ -1,4 +1,4 @@
-package grade
+package card
 
 import (
 	"html/template"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/scenarios/render"
 )
 
@@ -48,29 +49,29 @@ type pageCheck struct {
 	SVG                               template.HTML
 }
 
-// WritePage writes the report card of a grade of command as one
-// self-contained web page: the card, then each check with its verdict,
-// why, the mistake a failure looks like and where to see it done right,
-// its diagram (as SVG, drawn by render as the scenarios' are) and its
-// evidence. Nothing is fetched.
-func (rep Report) WritePage(w io.Writer, command []string, lockTTL time.Duration) error {
+// Page writes rep, the report card of a grade of command with lockTTL,
+// as one self-contained web page: the card, then each check with its
+// verdict, why, the mistake a failure looks like and where to see it
+// done right, its diagram (as SVG, drawn by render as the scenarios' are)
+// and its evidence. Nothing is fetched.
+func Page(w io.Writer, rep grade.Report, command []string, lockTTL time.Duration) error {
 	data := struct {
 		CSS                 template.CSS
 		Command, TTL, Tally string
 		Passed              bool
 		Checks              []pageCheck
 	}{CSS: template.CSS(render.PageCSS + pageCSS), Command: strings.Join(command, " "), TTL: strconv.FormatInt(lockTTL.Milliseconds(), 10),
-		Passed: rep.Passed, Tally: rep.tally()}
+		Passed: rep.Passed, Tally: tally(rep)}
 	for _, r := range rep.Results {
-		c := pageCheck{Name: r.Name, Title: r.Title, Verdict: r.Verdict, Why: r.Why, See: r.See, Evidence: r.Evidence, Failed: r.Verdict == Fail}
+		c := pageCheck{Name: r.Name, Title: r.Title, Verdict: r.Verdict, Why: r.Why, See: r.See, Evidence: r.Evidence, Failed: r.Verdict == grade.Fail}
 		if !r.Required {
 			c.Title += " (recommended)"
 		}
 		switch r.Verdict {
-		case Pass:
+		case grade.Pass:
 			c.Mark, c.Class = "pass", "holds"
-		case Fail:
-			c.Mark, c.Class, c.LooksLike = "FAIL", "broken", r.looksLike()
+		case grade.Fail:
+			c.Mark, c.Class, c.LooksLike = "FAIL", "broken", looksLike(r)
 		default:
 			c.Mark, c.Class = "n/a", "na"
 		}
@@ -79,6 +80,6 @@ func (rep Report) WritePage(w io.Writer, command []string, lockTTL time.Duration
 		}
 		data.Checks = append(data.Checks, c)
 	}
-	data.Tally = rep.tally()
+	data.Tally = tally(rep)
 	return gradePage.Execute(w, data)
 }

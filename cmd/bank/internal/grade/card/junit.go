@@ -1,4 +1,4 @@
-package grade
+package card
 
 import (
 	"encoding/xml"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
 )
 
 // JUnit XML, as CI systems read it (GitHub Actions' test reporters,
@@ -45,9 +47,10 @@ type junitMessage struct {
 	Text    string `xml:",chardata"`
 }
 
-// WriteJUnit writes the report as JUnit XML. took is the whole grade's
-// wall time; the checks ran side by side, so none has a time of its own.
-func (rep Report) WriteJUnit(w io.Writer, command []string, lockTTL, took time.Duration) error {
+// JUnit writes rep, the report card of a grade of command with lockTTL,
+// as JUnit XML. took is the whole grade's wall time; the checks ran side
+// by side, so none has a time of its own.
+func JUnit(w io.Writer, rep grade.Report, command []string, lockTTL, took time.Duration) error {
 	s := junitSuite{
 		Name: "bank grade", Tests: len(rep.Results), Time: seconds(took),
 		Props: []junitProp{
@@ -63,7 +66,7 @@ func (rep Report) WriteJUnit(w io.Writer, command []string, lockTTL, took time.D
 		}
 		c := junitCase{Name: r.Name + ": " + title, Classname: "bank.grade", Time: "0", Output: strings.Join(r.Evidence, "\n")}
 		switch r.Verdict {
-		case Fail:
+		case grade.Fail:
 			s.Failures++
 			looksLike := r.LooksLike
 			if looksLike == "" {
@@ -71,7 +74,7 @@ func (rep Report) WriteJUnit(w io.Writer, command []string, lockTTL, took time.D
 			}
 			text := "looks like: " + looksLike + "\nsee it done right: " + r.See + "\nevidence:\n  " + strings.Join(r.Evidence, "\n  ")
 			c.Failure = &junitMessage{Message: r.Why, Type: r.Mistake, Text: text}
-		case NA:
+		case grade.NA:
 			s.Skipped++
 			c.Skipped = &junitMessage{Message: r.Why}
 		}
