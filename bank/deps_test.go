@@ -110,7 +110,7 @@ func TestDependencyRules(t *testing.T) {
 		"outfile": {nil, "writing a file safely needs nothing of ours"},
 		"program": {[]string{"bank/procs"},
 			"program runs the learner's program through procs, and knows nothing of exercises"},
-		"quiz": {[]string{"scenarios/practice", "bank/pgserver", "bank/pgserver/pgtest"},
+		"quiz": {[]string{"scenarios/practice", "scenarios/render", "bank/pgserver", "bank/pgserver/pgtest"},
 			"a sitting asks practice's questions and reads their answers from real runs"},
 		"term": {nil, "a terminal and its width are the operating system's business only"},
 		"torture": {[]string{"bank/audit", "bank/client", "bank/procs"},

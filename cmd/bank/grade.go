@@ -100,29 +100,33 @@ bad command line, 3 when the server cannot be run or never listens.`,
 	return cmd
 }
 
-func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
+// check refuses flags that cannot go together or are out of range, and
+// reads --points.
+func (f gradeFlags) check() (map[string]int, error) {
 	switch {
 	case f.lockTTL < 100*time.Millisecond || f.lockTTL > time.Minute:
-		return exitcode.Usagef("--lock-ttl must be between 100ms and 1m, such as 2s")
+		return nil, exitcode.Usagef("--lock-ttl must be between 100ms and 1m, such as 2s")
 	case f.startTimeout <= 0:
-		return exitcode.Usagef("--start-timeout must be positive, such as 20s")
+		return nil, exitcode.Usagef("--start-timeout must be positive, such as 20s")
 	case f.html == "-" && f.json:
-		return exitcode.Usagef("--html - and --json both write to standard output: give --html a file, such as grade.html")
+		return nil, exitcode.Usagef("--html - and --json both write to standard output: give --html a file, such as grade.html")
 	case f.junit == "-" && (f.json || f.html == "-"):
-		return exitcode.Usagef("--junit - writes to standard output, as --json and --html - do: give --junit a file, such as grade.xml")
+		return nil, exitcode.Usagef("--junit - writes to standard output, as --json and --html - do: give --junit a file, such as grade.xml")
+	case f.repeat < 1 || f.repeat > 1000:
+		return nil, exitcode.Usagef("--repeat must be between 1 and 1000, such as 20")
+	case f.jobs < 0 || f.jobs > 64:
+		return nil, exitcode.Usagef("--jobs must be between 1 and 64, such as 4 (leave it out for %d)", grade.DefaultJobs())
 	}
 	for _, name := range f.only {
 		if err := knownCheck(name, "--only"); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if f.repeat < 1 || f.repeat > 1000 {
-		return exitcode.Usagef("--repeat must be between 1 and 1000, such as 20")
-	}
-	if f.jobs < 0 || f.jobs > 64 {
-		return exitcode.Usagef("--jobs must be between 1 and 64, such as 4 (leave it out for %d)", grade.DefaultJobs())
-	}
-	points, err := checkPoints(f.points)
+	return checkPoints(f.points)
+}
+
+func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
+	points, err := f.check()
 	if err != nil {
 		return err
 	}
@@ -156,31 +160,13 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	defer db.close()
 	cfg := grade.Config{
 		Command: command, LockTTL: f.lockTTL, StartTimeout: f.startTimeout, Only: f.only,
-		Jobs: f.jobs, Repeat: f.repeat, Points: points,
-		NewDatabase: func(ctx context.Context, label string) (string, string, func(), error) {
-			d, err := db.clones.NewDatabase(ctx, label)
-			if err != nil {
-				return "", "", nil, err
-			}
-			drop := func() { d.Drop(context.WithoutCancel(ctx)) }
-			// The learner's server gets a role that owns its database and
-			// nothing else; a --database-url is used as given.
-			url := d.URL
-			if db.clones.IsThrowaway() {
-				if url, err = d.Confine(ctx); err != nil {
-					drop()
-					return "", "", nil, err
-				}
-			}
-			return d.URL, url, drop, nil
-		},
+		Jobs: f.jobs, Repeat: f.repeat, Points: points, NewDatabase: db.forLearner,
 	}
 	if !f.json {
 		cfg.Progress = a.io.Err
 	}
 	start := time.Now()
 	rep, err := grade.Run(ctx, cfg)
-	showCard := !f.json && f.junit != "-" // the card goes to the output unless something else does
 	se, startFailed := grade.IsStartError(err)
 	if err == nil || startFailed {
 		if err := page.WriteWith(func(w io.Writer) error { return card.Page(w, rep, command, f.lockTTL) }); err != nil {
@@ -191,6 +177,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if n := term.Width(a.io.Out); n >= 60 && term.IsTerminal(a.io.Out) {
 		width = n
 	}
+	showCard := !f.json && f.junit != "-" // the card goes to the output unless something else does
 	if startFailed {
 		if showCard {
 			card.Print(a.io.Out, rep, command, f.lockTTL, colour, a.verbose, width)
@@ -208,16 +195,16 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	took := time.Since(start)
 	switch {
 	case f.junit == "-":
-		if err := card.JUnit(a.io.Out, rep, command, f.lockTTL, took); err != nil {
-			return err
-		}
+		err = card.JUnit(a.io.Out, rep, command, f.lockTTL, took)
 	case junit != nil:
-		if err := card.JUnit(junit, rep, command, f.lockTTL, took); err != nil {
-			return err
+		if err = card.JUnit(junit, rep, command, f.lockTTL, took); err == nil {
+			if err = junit.Commit(); err != nil {
+				err = htmlpage.PathError("--junit", "grade.xml", err)
+			}
 		}
-		if err := junit.Commit(); err != nil {
-			return htmlpage.PathError("--junit", "grade.xml", err)
-		}
+	}
+	if err != nil {
+		return err
 	}
 	if f.json {
 		enc := json.NewEncoder(a.io.Out)
@@ -228,15 +215,19 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	} else if showCard {
 		card.Print(a.io.Out, rep, command, f.lockTTL, colour, a.verbose, width)
 	}
+	return gradeVerdict(a, rep, f.strict)
+}
+
+// gradeVerdict is the grade's exit: no (1) when a required check failed,
+// or with --strict any check.
+func gradeVerdict(a *app, rep grade.Report, strict bool) error {
 	if !rep.Passed {
 		return exitcode.Silent{Code: exitcode.No}
 	}
-	if f.strict {
-		for _, r := range rep.Results {
-			if r.Verdict == grade.Fail {
-				fmt.Fprintf(a.io.Err, "bank: --strict: the recommended check %s failed\n", r.Name)
-				return exitcode.Silent{Code: exitcode.No}
-			}
+	for _, r := range rep.Results {
+		if strict && r.Verdict == grade.Fail {
+			fmt.Fprintf(a.io.Err, "bank: --strict: the recommended check %s failed\n", r.Name)
+			return exitcode.Silent{Code: exitcode.No}
 		}
 	}
 	return nil

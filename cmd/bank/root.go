@@ -213,6 +213,26 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 	return d, nil
 }
 
+// forLearner makes a fresh bank for one of bank grade's checks: the
+// grader's URL, the one the learner's server gets (a role that owns that
+// database and nothing else; a --database-url is used as given), and a
+// function that drops it.
+func (d *database) forLearner(ctx context.Context, label string) (string, string, func(), error) {
+	db, err := d.clones.NewDatabase(ctx, label)
+	if err != nil {
+		return "", "", nil, err
+	}
+	drop := func() { db.Drop(context.WithoutCancel(ctx)) }
+	url := db.URL
+	if d.clones.IsThrowaway() {
+		if url, err = db.Confine(ctx); err != nil {
+			drop()
+			return "", "", nil, err
+		}
+	}
+	return db.URL, url, drop, nil
+}
+
 func (d *database) close() error {
 	if d.clones != nil {
 		d.clones.Close()

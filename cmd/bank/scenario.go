@@ -19,7 +19,6 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/practice"
 	"github.com/zudojs/bank/scenarios/render"
 )
 
@@ -118,27 +117,7 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Option
 	}
 	switch {
 	case f.step && !f.json && term.IsTerminal(a.io.In) && term.IsTerminal(a.io.Out):
-		// Enter is read on its own goroutine, so that Ctrl-C at the
-		// prompt ends the run at once instead of waiting for a line.
-		in := bufio.NewReader(a.io.In)
-		enter := make(chan struct{})
-		go func() {
-			defer close(enter)
-			for {
-				if _, err := in.ReadString('\n'); err != nil {
-					return
-				}
-				enter <- struct{}{}
-			}
-		}()
-		ro.Pause = func(next string) {
-			fmt.Fprintf(a.io.Out, "  [Enter] next step: %s ", next)
-			select {
-			case <-enter:
-			case <-ctx.Done():
-				fmt.Fprintln(a.io.Out)
-			}
-		}
+		ro.Pause = term.EnterPrompt(ctx, a.io.In, a.io.Out, "  [Enter] next step: %s ")
 	case f.step:
 		// Said once, on stderr: the transcript itself stays as it is.
 		fmt.Fprintln(a.io.Err, "bank: --step waits for Enter only on a terminal; running straight through")
@@ -322,26 +301,16 @@ func nameWidth() int {
 	return w
 }
 
-// predictions asks, before the run, the quiz's questions about scenario.
+// predictions asks, before the run, the quiz's questions about scenario
+// (on a terminal only).
 func (a *app) predictions(scenario string) []render.Prediction {
 	if !term.IsTerminal(a.io.In) || !term.IsTerminal(a.io.Out) {
 		fmt.Fprintln(a.io.Err, "bank: --predict asks on a terminal; running straight through")
 		return nil
 	}
-	qs := practice.QuestionsFor(scenario)
-	if len(qs) == 0 {
+	ps, asked := quiz.Predict(a.io.Out, bufio.NewReader(a.io.In), scenario)
+	if !asked {
 		fmt.Fprintf(a.io.Err, "bank: no questions about %s yet; running it\n", scenario)
-		return nil
 	}
-	in := bufio.NewReader(a.io.In)
-	var ps []render.Prediction
-	fmt.Fprintf(a.io.Out, "before %s runs, predict:\n", scenario)
-	for i, q := range qs {
-		quiz.PrintQuestion(a.io.Out, i+1, q) // wrapped as the quiz's are
-		if n := quiz.Ask(a.io.Out, in, len(q.Options)); n > 0 {
-			ps = append(ps, q.Prediction(q.Options[n-1]))
-		}
-	}
-	fmt.Fprintln(a.io.Out)
 	return ps
 }

@@ -43,9 +43,6 @@ func Replay(rec *Recording, to lab.Sink) {
 	}
 }
 
-// said is whether an event is a line of the transcript.
-func said(e lab.Event) bool { return e.Kind == "line" || e.Kind == "response" }
-
 // Diagram geometry: the whole drawing fits in its width (Width, unless
 // asked otherwise), the clock in its first columns.
 const clockWidth = 7 // "  31 s "

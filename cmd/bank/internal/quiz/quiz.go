@@ -15,6 +15,7 @@ import (
 
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/scenarios/practice"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // Length is the questions of a sitting; Pass, the right answers that pass.
@@ -169,4 +170,24 @@ func wrapWords(first, cont, text string, width int) []string {
 		out[i] = strings.ReplaceAll(out[i], string(nbsp), " ")
 	}
 	return out
+}
+
+// Predict asks, before scenario runs, the quiz's questions about it,
+// wrapped as the quiz's are (bank scenario --predict), and returns the
+// predictions made, for the transcript to mark; asked is false when there
+// are no questions about it.
+func Predict(w io.Writer, in *bufio.Reader, scenario string) (ps []render.Prediction, asked bool) {
+	qs := practice.QuestionsFor(scenario)
+	if len(qs) == 0 {
+		return nil, false
+	}
+	fmt.Fprintf(w, "before %s runs, predict:\n", scenario)
+	for i, q := range qs {
+		PrintQuestion(w, i+1, q)
+		if n := Ask(w, in, len(q.Options)); n > 0 {
+			ps = append(ps, q.Prediction(q.Options[n-1]))
+		}
+	}
+	fmt.Fprintln(w)
+	return ps, true
 }

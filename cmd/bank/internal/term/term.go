@@ -4,6 +4,10 @@
 package term
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/mattn/go-isatty"
@@ -13,4 +17,30 @@ import (
 func IsTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// EnterPrompt returns a pause that says prompt (with the next step's name
+// for %s) and waits for Enter on in, or for ctx to end. Enter is read on
+// a goroutine of its own, so that Ctrl-C at the prompt ends the run at
+// once instead of waiting for a line.
+func EnterPrompt(ctx context.Context, in io.Reader, out io.Writer, prompt string) func(next string) {
+	lines := bufio.NewReader(in)
+	enter := make(chan struct{})
+	go func() {
+		defer close(enter)
+		for {
+			if _, err := lines.ReadString('\n'); err != nil {
+				return
+			}
+			enter <- struct{}{}
+		}
+	}()
+	return func(next string) {
+		fmt.Fprintf(out, prompt, next)
+		select {
+		case <-enter:
+		case <-ctx.Done():
+			fmt.Fprintln(out)
+		}
+	}
 }
