@@ -42,7 +42,7 @@ type gradeFlags struct {
 func (a *app) gradeCommand() *cobra.Command {
 	var f gradeFlags
 	cmd := &cobra.Command{
-		Use:   "grade [flags] -- CMD [ARGS…]",
+		Use:   "grade [flags] -- CMD [ARGS…] | grade --starter LANG DIR",
 		Short: "Throw the lesson's faults at your own server, in any language, and get a report card",
 		Long: `Grade a transfer server of your own against the lesson. For every check,
 bank grade makes a fresh bank (the lesson's accounts and transfers, seeded),
@@ -62,7 +62,11 @@ bad command line, 3 when the server cannot be run or never listens.`,
   bank grade -- python3 app.py
   bank grade --only lost-response,crash -- ./myserver
   bank grade -- bank serve                  # the lab's own server: passes
-  bank grade -- bank serve --break no-fencing`,
+  bank grade -- bank serve --break no-fencing
+  bank grade --starter python my-server     # a server to start from
+  bank grade --repeat 20 -- ./myserver      # each check 20 times
+  bank grade --junit grade.xml --html grade.html -- ./myserver
+  bank grade --workflow classroom --points crash=5 -- node server.js`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.contract && len(args) > 0 {
 				return exitcode.Usagef("--contract prints the contract and runs nothing; drop it to grade %q, or drop the command to read the contract", strings.Join(args, " "))
