@@ -57,22 +57,9 @@ func (c *Child) startGroup(how OnParentDeath) error {
 		killMarked(c.mark)
 		return err
 	}
-	release, err := bindGroup(cmd, how)
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		release()
-		return err
-	}
-	if err := startedGroup(cmd, how, c.mark); err != nil {
-		cmd.Process.Kill()
-		release()
-		cmd.Wait()
-		return err
-	}
-	release() // only now may the command run, and start children
-	return nil
+	// Only once the group is the watchdog's may the command run, and
+	// start children.
+	return startHeld(cmd, func() (func(), error) { return bindGroup(cmd, how) }, func() error { return startedGroup(cmd, how, c.mark) })
 }
 
 // PID is the child's process id (a Group's leader's).

@@ -33,7 +33,15 @@ const (
 // tells the platform's watchdog, where there is one, before the child
 // may run: a child the lab cannot tie to itself is not left running.
 func start(cmd *exec.Cmd, how OnParentDeath) error {
-	release, err := bind(cmd, how)
+	return startHeld(cmd, func() (func(), error) { return bind(cmd, how) }, func() error { return started(cmd, how) })
+}
+
+// startHeld starts cmd held at the door by hold (on the watchdog's
+// platforms), tells the watchdog with tell, and only then lets it run
+// (release); a child the lab could not tie to itself is killed before it
+// runs.
+func startHeld(cmd *exec.Cmd, hold func() (release func(), err error), tell func() error) error {
+	release, err := hold()
 	if err != nil {
 		return err
 	}
@@ -41,7 +49,7 @@ func start(cmd *exec.Cmd, how OnParentDeath) error {
 		release()
 		return err
 	}
-	if err := started(cmd, how); err != nil {
+	if err := tell(); err != nil {
 		cmd.Process.Kill()
 		release()
 		cmd.Wait()
