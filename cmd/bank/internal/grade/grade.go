@@ -26,11 +26,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
+	"github.com/zudojs/bank/cmd/bank/internal/witness"
 	"github.com/zudojs/bank/scenarios/render"
 )
 
@@ -56,9 +58,20 @@ type Config struct {
 }
 
 // Template is the bank each check gets a fresh copy of: the lesson's
-// accounts and transfers, seeded, and nothing else.
+// accounts and transfers, seeded, and nothing else of the server's; and
+// the witness (package witness), which records every row the server
+// writes, where the lab's role may make it (a superuser).
 func Template() pgserver.Template {
-	return pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText(), Setup: bank.SetupCore}
+	return pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText() + witness.SQL,
+		Setup: func(ctx context.Context, c *pgx.Conn) error {
+			if err := bank.SetupCore(ctx, c); err != nil {
+				return err
+			}
+			if err := witness.Install(ctx, c); err != nil && !witness.IsUnavailable(err) {
+				return err
+			}
+			return nil
+		}}
 }
 
 // Verdicts of a check.
@@ -66,6 +79,9 @@ const (
 	Pass = "pass"
 	Fail = "fail"
 	NA   = "n/a"
+	// Unknown: the check could not tell, as a slow machine or a
+	// missing witness leaves it: neither a pass nor a fail.
+	Unknown = "unknown"
 )
 
 // Result is one line of the report card, with its evidence.
@@ -344,7 +360,13 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		return res, err
 	}
 	defer drop()
-	pool, err := pgxpool.New(ctx, url)
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return res, err
+	}
+	// The grader's own sessions say so, to tell them from the server's.
+	pcfg.ConnConfig.RuntimeParams["application_name"] = graderApp
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return res, err
 	}

@@ -37,6 +37,8 @@ var (
 		"a lock that never expires: the crashed request's key stays in progress for ever", "bank mistake no-lock-expiry"}
 	mSecondTransaction = mistake{"second-transaction",
 		"the answer stored outside the transfer's transaction: a crash between the transfer's commit and storing the answer leaves a done transfer with no stored answer, and the retry transfers again", "bank mistake second-transaction"}
+	mLockTTL = mistake{"lock-ttl-ignored",
+		"the lock does not last LOCK_TTL_MS: a retry takes the key over while the first request may still be working (or waits longer than the client was told)", "bank scenario short-lock"}
 	mNoFencing = mistake{"no-fencing",
 		"no fencing token (or one checked only after the work committed): the server that lost its lock still committed its work", "bank mistake no-fencing"}
 	mMemoryKeys = mistake{"memory-keys",

@@ -36,6 +36,8 @@ type trial struct {
 	// ownCount: the check counts transfers per intent itself (torture),
 	// so the ledger may hold transfers the trial's intents do not name.
 	ownCount bool
+	// hasWitness: whether the database has the witness, once asked.
+	hasWitness *bool
 }
 
 // intent is one transfer the check asked for, by its accounts and
@@ -141,6 +143,18 @@ func (t *trial) passed(format string, args ...any) {
 		t.res.Why = fmt.Sprintf(format, args...)
 	}
 }
+
+// unknown says the check could not tell: too slow a machine, or no way
+// to see what it must see. It never overrides a failure.
+func (t *trial) unknown(format string, args ...any) {
+	if t.res.Verdict != Fail {
+		t.res.Verdict, t.res.Why = Unknown, fmt.Sprintf(format, args...)
+	}
+	t.note("UNKNOWN: %s", fmt.Sprintf(format, args...))
+}
+
+// bound is how long a wait of d on a quiet machine may last here.
+func (t *trial) bound(d time.Duration) time.Duration { return d }
 
 // notApplicable says the check could not exercise what it is for.
 func (t *trial) notApplicable(format string, args ...any) {
