@@ -21,6 +21,7 @@ import (
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/idem"
 )
 
@@ -145,9 +146,10 @@ func gradeAll(t *testing.T, skip []string, server ...string) (grade.Report, bool
 		}
 	}
 	rep, code, out := gradeTTL(t, "2s", strings.Join(checks, ","), server...)
-	failed := code == exitcode.No && !rep.Passed
-	if !failed && (code != exitcode.OK || !rep.Passed) {
-		t.Errorf("exit %d, passed %v:\n%s", code, rep.Passed, out)
+	failed := code == exitcode.No && rep.Verdict == grade.Fail
+	unknown := code == exitcode.Unknown && rep.Verdict == grade.Unknown && couldNotTell(grade.Unknown)
+	if !failed && !unknown && (code != exitcode.OK || !rep.Passed) {
+		t.Errorf("exit %d, verdict %s:\n%s", code, rep.Verdict, out)
 	}
 	if len(rep.Results) != len(checks) {
 		t.Fatalf("%d results for %d checks:\n%s", len(rep.Results), len(checks), out)
@@ -171,10 +173,17 @@ func passesEveryCheck(t *testing.T, server ...string) {
 		t.Errorf("a check failed:\n%s", out)
 	}
 	for _, r := range rep.Results {
-		if r.Verdict != grade.Pass {
+		if r.Verdict != grade.Pass && !couldNotTell(r.Verdict) {
 			t.Errorf("%s: %s: %s\n%s", r.Name, r.Verdict, r.Why, strings.Join(r.Evidence, "\n"))
 		}
 	}
+}
+
+// couldNotTell reports whether verdict is a judge's "unknown" on a machine
+// busy enough to excuse it (package pace): a test accepts it there, and
+// nowhere else, for a check that must pass or fail.
+func couldNotTell(verdict string) bool {
+	return verdict == grade.Unknown && pace.Busy()
 }
 
 // TestGradeLabServerPasses: the lab's own server, graded as a learner's
@@ -346,7 +355,7 @@ func TestGradeServersThatCannotBeGraded(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, stderr, code := run("--", self)
-		if code != exitcode.No || !strings.Contains(out, "FAIL  plain") || !strings.Contains(out, "a valid transfer got 200, not 201") || !strings.Contains(out, "FAIL  no-key") {
+		if code != exitcode.No || !strings.Contains(out, "FAIL     plain") || !strings.Contains(out, "a valid transfer got 200, not 201") || !strings.Contains(out, "FAIL     no-key") {
 			t.Errorf("exit %d:\n%s\n%s", code, out, stderr)
 		}
 	})

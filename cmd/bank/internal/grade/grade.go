@@ -86,30 +86,42 @@ const (
 
 // Result is one line of the report card, with its evidence.
 type Result struct {
-	Name       string   `json:"name"`
-	Title      string   `json:"title"`
-	Required   bool     `json:"required"`
-	Verdict    string   `json:"verdict"`
-	Why        string   `json:"why"`
-	Mistake    string   `json:"mistake,omitempty"`   // on a failure the evidence fits: the lesson's mistake, by name
-	LooksLike  string   `json:"looksLike,omitempty"` // and in the lesson's words
-	See        string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
-	Evidence   []string `json:"evidence"`
-	Runs       int      `json:"runs"`       // how many times it ran (--repeat)
-	FailedRuns int      `json:"failedRuns"` // and how many of those failed
-	Points     int      `json:"points"`     // what it earned: its worth if it passed, else 0
-	MaxPoints  int      `json:"maxPoints"`  // its worth, or 0 when it did not apply
+	Name        string   `json:"name"`
+	Title       string   `json:"title"`
+	Required    bool     `json:"required"`
+	Verdict     string   `json:"verdict"`
+	Why         string   `json:"why"`
+	Mistake     string   `json:"mistake,omitempty"`   // on a failure the evidence fits: the lesson's mistake, by name
+	LooksLike   string   `json:"looksLike,omitempty"` // and in the lesson's words
+	See         string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
+	Evidence    []string `json:"evidence"`
+	Runs        int      `json:"runs"`        // how many times it ran (--repeat)
+	FailedRuns  int      `json:"failedRuns"`  // and how many of those failed
+	UnknownRuns int      `json:"unknownRuns"` // and how many could not tell
+	Points      int      `json:"points"`      // what it earned: its worth if it passed, else 0
+	MaxPoints   int      `json:"maxPoints"`   // its worth, or 0 when it did not apply
 
 	Recording *render.Recording `json:"-"` // what the grader did and saw, as it happened, for the check's diagram
 }
 
 // Report is the whole card.
 type Report struct {
-	Results   []Result `json:"checks"`
-	Passed    bool     `json:"passed"`    // every required check passed
-	Points    int      `json:"points"`    // the checks' points, added up
-	MaxPoints int      `json:"maxPoints"` // out of
+	Results []Result `json:"checks"`
+	// Verdict is the grade's: Pass (every required check passed), Fail
+	// (one failed), Unknown (none failed, but one could not tell, or the
+	// grade stopped as the machine was too slow to start the server), or
+	// Stopped (the server could not be run: the checks after it were not).
+	Verdict   string   `json:"verdict"`
+	Passed    bool     `json:"passed"`            // Verdict is Pass
+	Points    int      `json:"points"`            // the checks' points, added up
+	MaxPoints int      `json:"maxPoints"`         // out of
+	NotRun    []string `json:"notRun"`            // the checks the grade never ran, as it stopped
+	Stopped   string   `json:"stopped,omitempty"` // why the grade stopped before its end
 }
+
+// Stopped is a grade's verdict when it ended before its checks did: the
+// server could not be started.
+const Stopped = "stopped"
 
 // Check is one fault the grader throws, and what a good server does.
 type Check struct {
@@ -231,13 +243,24 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	close(work)
 	wg.Wait()
 
-	var rep Report
+	rep := Report{NotRun: []string{}}
 	for i := range checks {
 		if r, ok := merge(runs[i]); ok {
 			rep.Results = append(rep.Results, r)
+		} else {
+			rep.NotRun = append(rep.NotRun, checks[i].Name)
 		}
 	}
 	score(&rep, cfg.Points)
+	if se, ok := IsStartError(firstErr); ok {
+		rep.Stopped = se.Why
+		if rep.Verdict != Fail {
+			rep.Verdict, rep.Passed = Stopped, false
+			if se.Busy {
+				rep.Verdict = Unknown
+			}
+		}
+	}
 	if firstErr != nil {
 		return rep, firstErr
 	}
@@ -268,8 +291,8 @@ func runOnce(ctx context.Context, cfg *Config, c Check, n int) (Result, error) {
 // that did), passed if any passed, else not applicable. ok is false when
 // a run is missing (the grade ended before it).
 func merge(runs []*Result) (Result, bool) {
-	failed, passed := 0, 0
-	var firstFail, firstPass *Result
+	failed, passed, unknown := 0, 0, 0
+	var firstFail, firstPass, firstUnknown *Result
 	for _, r := range runs {
 		if r == nil {
 			return Result{}, false
@@ -285,6 +308,11 @@ func merge(runs []*Result) (Result, bool) {
 			if firstPass == nil {
 				firstPass = r
 			}
+		case Unknown:
+			unknown++
+			if firstUnknown == nil {
+				firstUnknown = r
+			}
 		}
 	}
 	res := *runs[0]
@@ -293,16 +321,22 @@ func merge(runs []*Result) (Result, bool) {
 		res = *firstFail
 	case firstPass != nil:
 		res = *firstPass
+	case firstUnknown != nil:
+		res = *firstUnknown
 	}
-	res.Runs, res.FailedRuns = len(runs), failed
+	res.Runs, res.FailedRuns, res.UnknownRuns = len(runs), failed, unknown
 	if len(runs) > 1 {
+		others := ""
+		if unknown > 0 && res.Verdict != Unknown {
+			others = fmt.Sprintf(" (%d could not tell)", unknown)
+		}
 		switch {
 		case failed > 0:
-			res.Why = fmt.Sprintf("failed %d of %d runs; the first that failed: %s", failed, len(runs), res.Why)
+			res.Why = fmt.Sprintf("failed %d of %d runs%s; the first that failed: %s", failed, len(runs), others, res.Why)
 		case passed < len(runs) && passed > 0:
-			res.Why = fmt.Sprintf("passed %d of %d runs (not applicable in the others): %s", passed, len(runs), res.Why)
+			res.Why = fmt.Sprintf("passed %d of %d runs%s: %s", passed, len(runs), map[bool]string{true: others, false: " (not applicable in the others)"}[unknown > 0], res.Why)
 		default:
-			res.Why = fmt.Sprintf("%s in all %d runs: %s", map[string]string{Pass: "passed", NA: "not applicable"}[res.Verdict], len(runs), res.Why)
+			res.Why = fmt.Sprintf("%s in all %d runs: %s", map[string]string{Pass: "passed", NA: "not applicable", Unknown: "could not tell"}[res.Verdict], len(runs), res.Why)
 		}
 	}
 	return res, true
@@ -327,10 +361,12 @@ func ParsePoints(pairs []string) (map[string]int, error) {
 }
 
 // score gives each check its points (1, or what points says for its name)
-// when it passed, and totals them; a check that did not apply counts for
-// neither side. The report passes when every required check did.
+// when it passed, and totals them; a check that did not apply, or could
+// not tell, counts for neither side. The report passes when every
+// required check did; it fails when one failed; otherwise, with a
+// required check that could not tell, it is unknown.
 func score(rep *Report, points map[string]int) {
-	rep.Passed, rep.Points, rep.MaxPoints = true, 0, 0
+	rep.Verdict, rep.Points, rep.MaxPoints = Pass, 0, 0
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		worth, ok := points[r.Name]
@@ -338,7 +374,7 @@ func score(rep *Report, points map[string]int) {
 			worth = 1
 		}
 		r.Points, r.MaxPoints = 0, 0
-		if r.Verdict != NA {
+		if r.Verdict != NA && r.Verdict != Unknown {
 			r.MaxPoints = worth
 		}
 		if r.Verdict == Pass {
@@ -346,10 +382,14 @@ func score(rep *Report, points map[string]int) {
 		}
 		rep.Points += r.Points
 		rep.MaxPoints += r.MaxPoints
-		if r.Required && r.Verdict == Fail {
-			rep.Passed = false
+		switch {
+		case r.Required && r.Verdict == Fail:
+			rep.Verdict = Fail
+		case r.Required && r.Verdict == Unknown && rep.Verdict == Pass:
+			rep.Verdict = Unknown
 		}
 	}
+	rep.Passed = rep.Verdict == Pass
 }
 
 // runCheck runs check c once: its run n of the grade (0 for the first).
@@ -396,10 +436,8 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 	if err := t.serversHeld(); err != nil {
 		return res, err
 	}
-	if res.Verdict != NA {
-		if err := t.catch(func(t *trial) { t.invariants() }); err != nil {
-			return res, err
-		}
+	if err := t.catch(func(t *trial) { t.invariants(res.Verdict == NA || res.Verdict == Unknown) }); err != nil {
+		return res, err
 	}
 	// A failure names a mistake only where its evidence fits one (the
 	// check said so with failAs); the command that shows the check's

@@ -18,7 +18,9 @@ var (
 	mNoIdempotency = mistake{"no-keys",
 		"no idempotency: the retry ran the transfer again instead of replaying the stored answer", "bank scenario retry-safe"}
 	mNotMarked = mistake{"replay-not-marked",
-		"the stored answer is not sent back as it was first sent", "bank scenario retry-safe"}
+		"a replay is not marked Idempotent-Replayed: true, so a client cannot tell it from a new transfer", "bank scenario retry-safe"}
+	mReplayDiffers = mistake{"replay-differs",
+		"the stored answer is not sent back as it was first sent: a client that lost the first answer is told something else", "bank scenario retry-safe"}
 	mRawFingerprint = mistake{"raw-fingerprint",
 		"the fingerprint hashes the raw bytes, so the same request written differently looks like another", "bank scenario key-misuse"}
 	mNoFingerprint = mistake{"no-fingerprint",

@@ -47,7 +47,7 @@ func tortureRun(t *trial) {
 		Faults: tortureFaults, Duration: 20 * time.Second, Opaque: true, QuotedKeys: t.cfg.keys.quoted,
 		// As the crash check: once its lock has expired, a retry must get
 		// through; a key still refused 5 s later is stuck.
-		Settle:     t.cfg.LockTTL + 5*time.Second,
+		Settle:     t.cfg.LockTTL + t.bound(5*time.Second),
 		FaultsOver: func() { settling.Store(true) },
 	})
 	t.must(err)
