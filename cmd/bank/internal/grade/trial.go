@@ -39,8 +39,9 @@ type trial struct {
 	ownCount bool
 	// hasWitness: whether the database has the witness, once asked.
 	hasWitness *bool
-	// settledSent: when settle last sent its request.
-	settledSent time.Time
+	// settledSent: when settle last sent its request; settled409: when
+	// it last sent one answered 409.
+	settledSent, settled409 time.Time
 }
 
 // intent is one transfer the check asked for, by its accounts and
@@ -396,6 +397,9 @@ func (t *trial) settleWatch(r request, bound time.Duration, expired time.Time) (
 		tries = append(tries, t.rec.Mark())
 		t.settledSent = time.Now()
 		got = t.sendQuiet(r)
+		if got.Status == 409 {
+			t.settled409 = t.settledSent
+		}
 		if got.definitive() || time.Now().After(deadline) || t.ctx.Err() != nil ||
 			got.Status == 409 && !expired.IsZero() && t.settledSent.After(expired) {
 			break
