@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zudojs/bank/bank"
@@ -98,6 +99,7 @@ type Result struct {
 	Runs        int      `json:"runs"`        // how many times it ran (--repeat)
 	FailedRuns  int      `json:"failedRuns"`  // and how many of those failed
 	UnknownRuns int      `json:"unknownRuns"` // and how many could not tell
+	Writes      int      `json:"writes"`      // the rows the server wrote in its database during the check, as the witness saw them (-1: no witness)
 	Points      int      `json:"points"`      // what it earned: its worth if it passed, else 0
 	MaxPoints   int      `json:"maxPoints"`   // its worth, or 0 when it did not apply
 
@@ -410,7 +412,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 	if err != nil {
 		return res, err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	rec := record.New(c.Name, c.Title, wire)
 	res.Recording = rec.Recording()
 	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, run: n, rec: rec}
@@ -439,6 +441,14 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 	if err := t.catch(func(t *trial) { t.invariants(res.Verdict == NA || res.Verdict == Unknown) }); err != nil {
 		return res, err
 	}
+	res.Writes = -1
+	if err := t.catch(func(t *trial) {
+		if t.witnessed() {
+			res.Writes = len(t.writesSince(0))
+		}
+	}); err != nil {
+		return res, err
+	}
 	// A failure names a mistake only where its evidence fits one (the
 	// check said so with failAs); the command that shows the check's
 	// subject done right is given either way.
@@ -450,6 +460,21 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		res.Mistake, res.LooksLike, res.See = "", "", ""
 	}
 	return res, nil
+}
+
+// closePool closes a check's pool, waiting at most a few seconds for a
+// session still in use (one a hostile server's answer left waiting, say):
+// the grade goes on, and the process's end closes what is left.
+func closePool(pool *pgxpool.Pool) {
+	done := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
 }
 
 // unsureError means a check's own servers were not the ones answering at
@@ -475,7 +500,10 @@ func (t *trial) serversHeld() error {
 }
 
 // catch runs a check; a server that cannot be restarted inside it ends
-// the run (errAbort carries why).
+// the run (errAbort carries why). What the grader cannot read of the
+// bank because the server changed it (a table dropped or altered, a row
+// gone) fails the check, saying so: it is the server's doing, not the
+// lab's.
 func (t *trial) catch(run func(t *trial)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -483,11 +511,32 @@ func (t *trial) catch(run func(t *trial)) (err error) {
 			if !ok {
 				panic(r)
 			}
+			if why := serversDoing(a.err); why != "" && t.ctx.Err() == nil {
+				t.fail("the grader could not read the bank: %s (%s): the lesson's tables must stay as they were given, with their rows", why, a.err)
+				err = nil
+				return
+			}
 			err = a.err
 		}
 	}()
 	run(t)
 	return nil
+}
+
+// serversDoing says, of an error reading the check's database, what the
+// server did to cause it, or "" when it is not the server's doing.
+func serversDoing(err error) string {
+	var pgErr *pgconn.PgError
+	var scan pgx.ScanArgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "a row it expects is not there"
+	case errors.As(err, &scan):
+		return "a value it reads is not what the lesson's schema holds"
+	case errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "42") || strings.HasPrefix(pgErr.Code, "22")):
+		return "a table or column it reads is gone or changed"
+	}
+	return ""
 }
 
 // abort stops a check on an environment failure (a server that will not

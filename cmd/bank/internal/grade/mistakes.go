@@ -46,7 +46,7 @@ var (
 	mMemoryKeys = mistake{"memory-keys",
 		"keys kept in one server's memory: a restart forgets them, and another instance never sees them", "bank mistake memory-keys"}
 	mKeysNotShared = mistake{"keys-not-shared",
-		"keys not shared between the instances (kept in one server's memory, or not kept at all): a copy that reaches another instance runs again", "bank mistake memory-keys"}
+		"a key in progress not shared between the instances (its claim or its lock kept in one server's memory, or the key not kept at all): a copy that reaches another instance while the first works runs again", "bank mistake memory-keys"}
 	mNoLookup = mistake{"no-lookup",
 		"no way for a client to ask what became of a request it lost the answer to", "bank scenario unknown-outcome"}
 	mNoRecovery = mistake{"no-recovery",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,7 +124,11 @@ func pause(t *trial) {
 		if tookOver {
 			t.failAs(mLockTTL, "server B took A's key over and ran the transfer %s after the request was first sent, before A's lock could expire (LOCK_TTL_MS=%d): the lock does not last what the server was given; money moved %s", after.Round(10*time.Millisecond), t.cfg.LockTTL.Milliseconds(), bank.Times(n))
 		} else {
-			t.failAs(mKeysNotShared, "server B never saw the key server A had claimed: %s after the request was first sent, with A's lock still valid, B ran the transfer (it waited on Ada's row) without a 409 and without writing anything of the key's to the database; money moved %s", after.Round(10*time.Millisecond), bank.Times(n))
+			kept := "" // where the key ended up, if in the database
+			if rows := t.rowsNaming(r.key); len(rows) > 0 {
+				kept = "; the key's answer is in the database now (" + strings.SplitN(rows[0], " ", 2)[0] + "), so what the instances do not share is the key while it is in progress: its claim, or its lock, is held in one process"
+			}
+			t.failAs(mKeysNotShared, "server B never saw the key server A had claimed: %s after the request was first sent, with A's lock still valid, B ran the transfer (it waited on Ada's row) without a 409 and without writing anything of the key's to the database; money moved %s%s", after.Round(10*time.Millisecond), bank.Times(n), kept)
 		}
 		return
 	}

@@ -352,7 +352,7 @@ func do(req *http.Request) reply {
 		return reply{Lost: true}
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return reply{Lost: true}
 	}

@@ -57,11 +57,30 @@ func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duratio
 	for _, name := range rep.NotRun {
 		fmt.Fprintf(w, "%s  %-15s %s\n", "not run", name, "(the grade stopped before it)")
 	}
+	if seen := observed(rep); seen != "" {
+		fmt.Fprintf(w, "\nwhat your server did: %s\n", seen)
+	}
 	fmt.Fprintf(w, "\n%s\n", tally(rep))
 	word, why := verdict(rep)
 	c := map[string]*color.Color{grade.Pass: color.New(color.FgGreen, color.Bold), grade.Fail: color.New(color.FgRed, color.Bold),
 		grade.Unknown: color.New(color.FgYellow, color.Bold), grade.Stopped: color.New(color.FgRed, color.Bold)}[rep.Verdict]
 	fmt.Fprintln(w, "verdict: "+paint(c, word)+" ("+why+")")
+}
+
+// observed says what the server did across the whole grade, where one
+// fact explains most of the card: it never wrote to its database.
+func observed(rep grade.Report) string {
+	wrote, watched := 0, 0
+	for _, r := range rep.Results {
+		if r.Writes >= 0 {
+			watched++
+			wrote += r.Writes
+		}
+	}
+	if watched < 2 || wrote > 0 {
+		return ""
+	}
+	return fmt.Sprintf("in none of the %d checks did it write a single row to its database (the grader's record of its writes is empty), whatever it answered: it keeps no database, and no transfer it reports was made", watched)
 }
 
 // verdict is the grade's verdict, in a word and a reason.

@@ -1,0 +1,96 @@
+"""A hostile server, for testing that bank grade stays bounded: it never
+speaks the contract, on purpose, in the way HOSTILE says.
+
+  huge-body       every answer a 201 whose body is 1 GiB of JSON-ish bytes
+  endless         every answer a 201 with a chunked body that never ends
+  malformed       every answer a 201 whose body is broken JSON
+  always-201      a well-formed 201 to every request, and no database at all
+  drip            a 201 whose body comes one byte a second, for ever
+  big-header      a 201 with a 1 MiB header
+
+It listens on 127.0.0.1:$PORT and touches no database (DATABASE_URL is
+ignored). Run: HOSTILE=endless python3 server.py
+"""
+
+import os
+import socketserver
+import time
+from http.server import BaseHTTPRequestHandler
+
+MODE = os.environ.get("HOSTILE", "always-201")
+counter = 0
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def handle_one(self):
+        global counter
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        counter += 1
+        try:
+            if MODE == "huge-body":
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(1 << 30))
+                self.end_headers()
+                chunk = b'{"transferId": 1, "pad": "' + b"x" * (1 << 20)
+                sent = 0
+                while sent < (1 << 30):
+                    self.wfile.write(chunk)
+                    sent += len(chunk)
+            elif MODE == "endless":
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                piece = b"x" * 65536
+                while True:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            elif MODE == "drip":
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                while True:
+                    self.wfile.write(b"1\r\nx\r\n")
+                    self.wfile.flush()
+                    time.sleep(1)
+            elif MODE == "malformed":
+                body = b'{"transferId": 1, "from": 1, "to": 2, "amountKobo": '
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif MODE == "big-header":
+                self.send_response(201)
+                self.send_header("X-Big", "y" * (1 << 20))
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+            else:  # always-201
+                body = b'{"transferId": %d, "from": 1, "to": 2, "amountKobo": 1000000, "status": "completed"}' % counter
+                self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    do_GET = handle_one
+    do_POST = handle_one
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+Server(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
