@@ -107,6 +107,35 @@ func TestGradeHostileAlways201SaysWhatItDid(t *testing.T) {
 	}
 }
 
+// TestGradeNeverRunsTheServersCodeAsTheLab: a server that sets traps in
+// its database for a grader that reads it with more rights than the
+// server's own (a view over a function of its own in place of
+// transfers, a schema of its own before pg_catalog on the database's
+// search_path) never gets its code run as a superuser: each trap, so
+// run, would touch a file.
+func TestGradeNeverRunsTheServersCodeAsTheLab(t *testing.T) {
+	t.Parallel()
+	// A folder PostgreSQL's account can write to (t.TempDir's parents
+	// are root's alone), so that a trap run as a superuser leaves its mark.
+	dir, err := os.MkdirTemp("", "bank-trap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	mark := filepath.Join(dir, "ran-as-superuser")
+	args := append([]string{"grade", "--only", "plain,crash-on-store,pause,storm", "--"}, hostileServer(t)...)
+	cmd := command(t, pgtest.CacheDir(t), args...)
+	cmd.Env = append(cmd.Env, "HOSTILE=traps", "HOSTILE_MARK="+mark)
+	out, err := cmd.CombinedOutput()
+	if code := exitOf(err); code != exitcode.No {
+		t.Errorf("exit %d, want 1 (a card):\n%s", code, out)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Errorf("the server's function ran as a superuser: %s was written\n%s", mark, out)
+	}
+}
+
 // TestGradeInterruptedWithin2s: Ctrl-C (SIGINT) in the middle of a grade
 // of a server that drips its answers ends bank within 2 s, exit 130, and
 // the server's processes with it.

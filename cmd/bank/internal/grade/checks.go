@@ -60,7 +60,7 @@ func (t *trial) receipt(got reply, from, to, kobo int64, twice mistake) {
 		return
 	}
 	var id int64
-	if err := t.db.QueryRow(t.ctx, "SELECT min(id) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3", from, to, kobo).Scan(&id); err != nil {
+	if err := t.bank.QueryRow(t.ctx, "SELECT min(id) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3", from, to, kobo).Scan(&id); err != nil {
 		t.failAs(mTransfer, "the 201 was sent, but no transfer of %s from account %d to %d was recorded", bank.Naira(kobo), from, to)
 		return
 	}

@@ -402,20 +402,28 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		return res, err
 	}
 	defer drop()
-	pcfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return res, err
-	}
-	// The grader's own sessions say so, to tell them from the server's.
-	pcfg.ConnConfig.RuntimeParams["application_name"] = graderApp
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	// Two pools: the admin's, for PostgreSQL's own views (locks,
+	// sessions), the witness and the gate, its search_path pinned to the
+	// catalog, so that nothing the server made can stand in for what it
+	// names; and the server's own role's, for every read of the bank's
+	// tables, so that whatever the server put in them (a view, a function,
+	// an operator of its own) runs with the server's rights, never the
+	// lab's. The grader's sessions say so in application_name.
+	pool, err := newPool(ctx, url, "pg_catalog")
 	if err != nil {
 		return res, err
 	}
 	defer closePool(pool)
+	bankPool := pool
+	if serverURL != url {
+		if bankPool, err = newPool(ctx, serverURL, ""); err != nil {
+			return res, err
+		}
+		defer closePool(bankPool)
+	}
 	rec := record.New(c.Name, c.Title, wire)
 	res.Recording = rec.Recording()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, run: n, rec: rec}
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, bank: bankPool, url: serverURL, res: &res, run: n, rec: rec}
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {
@@ -427,7 +435,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 			return res, err
 		}
 	}
-	before, err := readBank(ctx, pool)
+	before, err := readBank(ctx, bankPool)
 	if err != nil {
 		return res, err
 	}
@@ -460,6 +468,20 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		res.Mistake, res.LooksLike, res.See = "", "", ""
 	}
 	return res, nil
+}
+
+// newPool connects to url as the grader, with search_path pinned where
+// it is not "".
+func newPool(ctx context.Context, url, searchPath string) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = graderApp
+	if searchPath != "" {
+		pcfg.ConnConfig.RuntimeParams["search_path"] = searchPath
+	}
+	return pgxpool.NewWithConfig(ctx, pcfg)
 }
 
 // closePool closes a check's pool, waiting at most a few seconds for a

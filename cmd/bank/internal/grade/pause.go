@@ -322,9 +322,11 @@ func (t *trial) waiterOn(pid int) (waiter, bool) {
 // its own or a savepoint's (each holds the lock of its own id).
 func (t *trial) takenBy(pid int, bound time.Duration) bool {
 	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var xmax string
 		var taken bool
-		t.must(t.db.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM accounts c JOIN pg_locks l ON l.locktype = 'transactionid'
-			AND l.pid = $1 AND l.granted AND l.transactionid = c.xmax WHERE c.id = 1)`, pid).Scan(&taken))
+		t.must(t.bank.QueryRow(t.ctx, "SELECT xmax::text FROM accounts WHERE id = 1").Scan(&xmax))
+		t.must(t.db.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'transactionid'
+			AND l.pid = $1 AND l.granted AND l.transactionid = $2::xid)`, pid, xmax).Scan(&taken))
 		if taken {
 			return true
 		}

@@ -43,7 +43,7 @@ func tortureRun(t *trial) {
 	t.ownCount = true
 	rep, err := torture.Run(t.ctx, torture.Config{
 		// Each run of --repeat throws its own faults.
-		Seed: uint64(t.run) + 1, Intents: 100, Clients: 4, LockTTL: t.cfg.LockTTL, Replicas: replicas, DB: t.db,
+		Seed: uint64(t.run) + 1, Intents: 100, Clients: 4, LockTTL: t.cfg.LockTTL, Replicas: replicas, DB: t.bank,
 		Faults: tortureFaults, Duration: 20 * time.Second, Opaque: true, QuotedKeys: t.cfg.keys.quoted,
 		// As the crash check: once its lock has expired, a retry must get
 		// through; a key still refused 5 s later is stuck.
@@ -107,7 +107,7 @@ func (r *replica) Metrics() map[string]int64 {
 func (t *trial) rowsNaming(key string) []string {
 	var rows []string
 	for _, table := range t.ownTables() {
-		found, err := t.db.Query(t.ctx, "SELECT to_jsonb(r)::text FROM "+table+" r WHERE strpos(to_jsonb(r)::text, $1) > 0 LIMIT 3", key)
+		found, err := t.bank.Query(t.ctx, "SELECT to_jsonb(r)::text FROM "+table+" r WHERE strpos(to_jsonb(r)::text, $1) > 0 LIMIT 3", key)
 		var texts []string
 		if err == nil {
 			texts, err = pgx.CollectRows(found, pgx.RowTo[string])

@@ -26,7 +26,8 @@ import (
 type trial struct {
 	ctx     context.Context
 	cfg     *Config
-	db      *pgxpool.Pool
+	db      *pgxpool.Pool // the admin's: PostgreSQL's views, the witness, the gate (never the server's tables)
+	bank    *pgxpool.Pool // the server's own role's: every read of the bank's tables
 	url     string
 	servers []*instance
 	proxies []*proxy
@@ -431,7 +432,7 @@ func (t *trial) holdRow() (pid int, release func()) {
 // pg_blocking_pids; an error of the statements (a lock_timeout, say) is
 // returned with nothing held.
 func (t *trial) hold(what, how string, stmts ...string) (pid int, release func(), err error) {
-	conn, err := t.db.Acquire(t.ctx)
+	conn, err := t.bank.Acquire(t.ctx)
 	t.must(err)
 	tx, err := conn.Begin(t.ctx)
 	if err == nil {
@@ -550,7 +551,7 @@ func (t *trial) await(p *pending, bound time.Duration) (reply, bool) {
 // count is how many transfers match an intent's accounts and amount.
 func (t *trial) count(from, to, kobo int64) int {
 	var n int
-	t.must(t.db.QueryRow(t.ctx, "SELECT count(*) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3", from, to, kobo).Scan(&n))
+	t.must(t.bank.QueryRow(t.ctx, "SELECT count(*) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3", from, to, kobo).Scan(&n))
 	return n
 }
 
@@ -604,10 +605,10 @@ func (s snapshot) line() string {
 // unfinished: then only the books are checked (conserved, agreeing),
 // not how many times each intent moved money.
 func (t *trial) invariants(partial bool) {
-	after, err := readBank(t.ctx, t.db)
+	after, err := readBank(t.ctx, t.bank)
 	t.must(err)
 	t.noteBank("after", after)
-	books, err := audit.Read(t.ctx, t.db, nil)
+	books, err := audit.Read(t.ctx, t.bank, nil)
 	t.must(err)
 	intents := make([]audit.Intent, len(t.intents))
 	for i, in := range t.intents {
