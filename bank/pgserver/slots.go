@@ -84,7 +84,8 @@ func (s *slot) fill(base, id string, account *runAs) error {
 // (1 GB), for reuse, and a learner's code may write without bound; a slot
 // that grew past these is thrown away at Stop (or at the next Start), and
 // the next run copies it afresh: the base cluster's copy and the template,
-// about 0.3 s. Measured on PostgreSQL 15 (allocated bytes), the base 39 MB:
+// 0.5 s more than a warm run (0.74 s against 0.24 s for scenario
+// lost-response). Measured on PostgreSQL 15 (allocated bytes), the base 39 MB:
 // after scenario all 61 MB (WAL 17 MB); after a grade 97 MB (WAL 22 MB,
 // the rest the databases a grade leaves to the next run to drop); after
 // two benches 101 MB (WAL 48 MB); after a learner's statement that wrote

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
@@ -450,5 +451,22 @@ END $do$`
 	}
 	if _, err := os.Stat(filepath.Join(dir, "escaped")); err == nil {
 		t.Errorf("COPY … TO PROGRAM ran inside the lab's trigger:\n%s", out)
+	}
+}
+
+// TestExerciseSQLIsBounded: a statement that runs past the bound is
+// stopped, with one line that names the bound and what to look for, exit
+// 1, and is not checked. Not parallel: it shortens the bound, which no
+// parallel test then reads.
+func TestExerciseSQLIsBounded(t *testing.T) {
+	defer func(d time.Duration) { sqlTimeout = d }(sqlTimeout)
+	sqlTimeout = 1500 * time.Millisecond
+	r := cli(t, nil, "exercise", "cleanup", "--sql", learnerFile(t, "sleep.sql", "DO $$ BEGIN SET statement_timeout = 0; PERFORM pg_sleep(60); END $$"))
+	if r.code != exitcode.No || !strings.HasPrefix(r.stderr, "bank: your SQL ran longer than 1.5 s and was stopped (statement_timeout): ") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	oneLine(t, r)
+	if strings.Contains(r.stdout, "== checking") {
+		t.Errorf("a stopped statement is checked all the same:\n%s", r.stdout)
 	}
 }

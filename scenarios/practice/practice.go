@@ -321,6 +321,8 @@ func (a Attempt) Passed() bool {
 type Ran struct {
 	Printed string
 	Failed  *Finding
+
+	err error // a statement's error, behind Failed (RunSQL)
 }
 
 // CheckExercise prepares a fresh database for ex in mode m, lets run do
@@ -843,8 +845,10 @@ func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 		for i, l := range printed {
 			if ws := words(l); len(ws) > 0 && ws[0] == word {
 				var names []string
+				seen := map[string]bool{} // a set: a statement may leave 100,000 keys
 				for _, t := range keyTokenRE.FindAllString(l, -1) {
-					if known[t] && !slices.Contains(names, t) {
+					if known[t] && !seen[t] {
+						seen[t] = true
 						names = append(names, t)
 					}
 				}
@@ -865,14 +869,14 @@ func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 			f.Detail += ": end it with RETURNING key"
 		}
 	case !slices.Equal(dNames, gone):
-		f.Detail = fmt.Sprintf("the database shows %s deleted, but your program printed %q", listOrNone(gone), printed[di])
+		f.Detail = fmt.Sprintf("the database shows %s deleted, but your program printed %q", listOrNone(gone), clip(printed[di]))
 		if len(dNames) == 0 && len(gone) > 0 {
 			f.Detail += ": print the keys your DELETE returned (RETURNING key)"
 		} else {
 			f.Detail += ": print exactly the keys your DELETE returned (RETURNING key)"
 		}
 	default:
-		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", printed[di])
+		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", clip(printed[di]))
 	}
 	out = append(out, f)
 	ki, kNames := find("kept")
@@ -882,14 +886,14 @@ func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 	case ki < 0:
 		f.Detail = fmt.Sprintf("no line starts with kept: the database still has %s; print them as kept: [...] (SELECT key FROM idempotency_keys)", listOrNone(keptNames))
 	case slices.Equal(kNames, keptNames) || m == ProgramMode && slices.Equal(kNames, withoutGuard):
-		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", printed[ki])
+		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", clip(printed[ki]))
 	default:
-		f.Detail = fmt.Sprintf("the database still has %s, but your program printed %q: print the keys left after your DELETE (SELECT key FROM idempotency_keys)", listOrNone(keptNames), printed[ki])
+		f.Detail = fmt.Sprintf("the database still has %s, but your program printed %q: print the keys left after your DELETE (SELECT key FROM idempotency_keys)", listOrNone(keptNames), clip(printed[ki]))
 	}
 	out = append(out, f)
 	for i, l := range printed {
 		if i != di && i != ki {
-			out = append(out, Finding{What: "the two lines and no others", Detail: fmt.Sprintf("also printed %q: print only deleted: and kept:", l), line: true})
+			out = append(out, Finding{What: "the two lines and no others", Detail: fmt.Sprintf("also printed %q: print only deleted: and kept:", clip(l)), line: true})
 			break
 		}
 	}
@@ -940,13 +944,28 @@ func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 var keyTokenRE = regexp.MustCompile(`[A-Za-z0-9_-]+`)
 
 func listOrNone(keys []string) string {
-	switch len(keys) {
-	case 0:
+	switch n := len(keys); {
+	case n == 0:
 		return "no key"
-	case 1:
+	case n == 1:
 		return keys[0]
+	case n > maxListed:
+		return strings.Join(keys[:maxListed], ", ") + fmt.Sprintf(" and %d more", n-maxListed)
 	}
 	return strings.Join(keys[:len(keys)-1], ", ") + " and " + keys[len(keys)-1]
+}
+
+// maxListed is how many keys a finding names; a statement may leave
+// 100,000, and a finding is one line.
+const maxListed = 10
+
+// clip shortens a printed line quoted in a finding to its first 200
+// characters.
+func clip(line string) string {
+	if r := []rune(line); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return line
 }
 
 // retryWant is each outcome's right answer and why: the reason is told
@@ -1002,7 +1021,7 @@ func RunSQL(ctx context.Context, db bank.DB, ex *Exercise, stmt string) (Ran, er
 		used = max(used, min(n, len(ex.SQLArgs)))
 	}
 	failed := func(err error) (Ran, error) {
-		return Ran{Failed: &Finding{What: "your statement runs", Detail: err.Error()}}, nil
+		return Ran{Failed: &Finding{What: "your statement runs", Detail: err.Error()}, err: err}, nil
 	}
 	rows, err := db.Query(ctx, stmt, ex.SQLArgs[:used]...)
 	if err != nil {
@@ -1035,6 +1054,10 @@ func RunSQL(ctx context.Context, db bank.DB, ex *Exercise, stmt string) (Ran, er
 	}
 	kept, err := keyNames(ctx, db)
 	if err != nil {
+		var pgErr interface{ SQLState() string }
+		if errors.As(err, &pgErr) { // what the statement did to its session or the table
+			return failed(fmt.Errorf("after it ran, the keys left could not be read: %w", err))
+		}
 		return Ran{}, err
 	}
 	slices.Sort(deleted)
@@ -1042,3 +1065,61 @@ func RunSQL(ctx context.Context, db bank.DB, ex *Exercise, stmt string) (Ran, er
 }
 
 var paramRE = regexp.MustCompile(`\$(\d+)`)
+
+// SQLTimeout bounds a learner's statement (--sql), as a program is
+// bounded by its own 30 s.
+const SQLTimeout = 30 * time.Second
+
+// TooLong is a learner's statement that the lab stopped: it ran longer
+// than Limit, or waited longer than Limit for a lock (Lock).
+type TooLong struct {
+	Limit time.Duration
+	Lock  bool
+}
+
+func (e *TooLong) Error() string {
+	if e.Lock {
+		return fmt.Sprintf("your SQL waited longer than %g s for a lock and was stopped (lock_timeout): look for a LOCK or pg_advisory_lock it waits on: the clean-up needs no lock of its own", e.Limit.Seconds())
+	}
+	return fmt.Sprintf("your SQL ran longer than %g s and was stopped (statement_timeout): a DELETE of this exercise's four rows takes milliseconds, so look for a pg_sleep, or a loop that never ends", e.Limit.Seconds())
+}
+
+// RunLearnerSQL runs a learner's statement (--sql) as RunSQL does, on a
+// session of its own on the database at url (the learner's role), whose
+// statement_timeout and idle_in_transaction_session_timeout are limit,
+// and lock_timeout a third of it: set in the session's start-up, so
+// that the statement can change them for later statements, not for
+// itself. A statement stopped by one of them is a *TooLong error; so is
+// one still running limit and 5 s later (the session is then closed,
+// and its backend ends with the database, which is dropped after the
+// run). Nothing of the session outlives the call.
+func RunLearnerSQL(ctx context.Context, url string, ex *Exercise, stmt string, limit time.Duration) (Ran, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return Ran{}, err
+	}
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	cfg.RuntimeParams["statement_timeout"] = ms(limit)
+	cfg.RuntimeParams["lock_timeout"] = ms(limit / 3)
+	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = ms(limit)
+	sqlCtx, cancel := context.WithTimeout(ctx, limit+5*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(sqlCtx, cfg)
+	if err != nil {
+		return Ran{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ran, err := RunSQL(sqlCtx, conn, ex, stmt)
+	var pgErr *pgconn.PgError
+	switch {
+	case ctx.Err() != nil:
+		return Ran{}, ctx.Err()
+	case sqlCtx.Err() != nil:
+		return Ran{}, &TooLong{Limit: limit}
+	case errors.As(ran.err, &pgErr) && pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout"):
+		return Ran{}, &TooLong{Limit: limit}
+	case errors.As(ran.err, &pgErr) && pgErr.Code == "55P03" && strings.Contains(pgErr.Message, "lock timeout"):
+		return Ran{}, &TooLong{Limit: limit / 3, Lock: true}
+	}
+	return ran, err
+}
