@@ -171,7 +171,7 @@ func startProxy(upstream func() string, server string, rec *record.Recorder) (*p
 		return nil, fmt.Errorf("starting the grader's proxy: %w", err)
 	}
 	p := &proxy{upstream: upstream, server: server, rec: rec, ln: ln, http: &http.Client{Timeout: 60 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true, MaxResponseHeaderBytes: maxBody}}}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 5 * time.Second}
 	go p.srv.Serve(ln)
 	return p, nil

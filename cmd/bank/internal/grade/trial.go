@@ -275,7 +275,7 @@ type request struct {
 	body   string
 }
 
-var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxResponseHeaderBytes: maxBody}}
 
 // send makes one request, records it in the evidence, and returns the reply.
 func (t *trial) send(r request) reply {
