@@ -122,6 +122,7 @@ func TestMistakesGolden(t *testing.T) {
 				}
 				explained(t, m.Explain, rec)
 				drawnAsTold(t, rec)
+				mistakeExplained(t, m, rec)
 				return out.String(), v, drawn(rec)
 			}
 			first, v, d1 := runOnce()
@@ -206,6 +207,26 @@ func drawnAsTold(t *testing.T, rec *render.Recorder) {
 		}
 		if fenced != fencings {
 			t.Errorf("%s: %d fencings told, %d fenced arrows drawn", r.Scenario.Name, fencings, fenced)
+		}
+	}
+}
+
+// mistakeExplained: --explain says, under each half's title, why the
+// mistake does its damage and what the fix is (the broken half), and why
+// the fix holds (the fixed half).
+func mistakeExplained(t *testing.T, m *lab.Mistake, rec *render.Recorder) {
+	t.Helper()
+	if m.Why == "" || m.Holds == "" || m.Fix == "" {
+		t.Fatalf("%s: a mistake needs Why, Fix and Holds, for --explain", m.Name)
+	}
+	var b bytes.Buffer
+	text := render.Text(&b, render.Options{Explain: true, Width: -1})
+	for _, r := range rec.Runs {
+		render.Replay(r, text)
+	}
+	for _, want := range []string{"why it goes wrong: " + m.Why, "the fix, in the second half: " + m.Fix, "why it holds: " + m.Holds} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s --explain does not say %q", m.Name, want)
 		}
 	}
 }
