@@ -204,6 +204,13 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 		return ctx.Err() == nil
 	}
 	wanted := func(f string) bool { return slices.Contains(r.cfg.Faults, f) }
+	// A fault that could not be thrown is noted, unless the run is ending
+	// anyway (interrupted, or its history could not be written).
+	failed := func(what string, err error) {
+		if err != nil && ctx.Err() == nil {
+			r.note(what + ": " + err.Error())
+		}
+	}
 	if wanted("replica-kill") && at(killAt) {
 		var err error
 		if r.cfg.Opaque || len(reps) < 2 {
@@ -211,9 +218,7 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 		} else {
 			err = r.killHolding(ctx, killed)
 		}
-		if err != nil {
-			r.note("kill: " + err.Error())
-		}
+		failed("kill", err)
 	}
 	// The database crash comes before the pause: a crash while a replica
 	// sleeps would roll back the very work the pause is there to expose.
@@ -224,7 +229,7 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 			r.count("database-crash")
 			r.note("stopped PostgreSQL immediately and restarted it")
 		} else {
-			r.note("database crash: " + err.Error())
+			failed("database crash", err)
 		}
 	}
 	if wanted("replica-pause") && at(pauseAt) {
@@ -232,16 +237,14 @@ func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
 		// takes its key over: when it wakes, the fencing token must
 		// refuse its work. Choreographed through PostgreSQL, not timed.
 		if err := r.fencedPause(ctx, paused); err != nil {
-			r.note("pause: " + err.Error())
+			failed("pause", err)
 		} else {
 			r.count("replica-pause")
 			r.note("paused a replica inside its transfer, let a retry take its key over, then resumed it")
 		}
 	}
 	if wanted("session-kill") && !r.cfg.Opaque && at(sessionAt) {
-		if err := r.sessionKill(ctx, session); err != nil {
-			r.note("session kill: " + err.Error())
-		}
+		failed("session kill", r.sessionKill(ctx, session))
 	}
 }
 

@@ -116,7 +116,7 @@ func (r *run) resendUntil(ctx context.Context, send func() <-chan attempt, query
 			case refused.IsZero():
 				refused = time.Now()
 			case time.Since(refused) > r.cfg.LockTTL:
-				return fmt.Errorf("the other replica still answered 409 (in progress) %s after the key's lock had expired: it never took the key over", time.Since(refused).Round(100*time.Millisecond))
+				return fmt.Errorf("the other replica kept answering 409 (in progress) for %s after the key's lock had expired: it never took the key over", time.Since(refused).Round(100*time.Millisecond))
 			}
 			if time.Now().After(deadline) {
 				return errors.New("waited 30 s for the other replica to take the key over")
