@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
-	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
 	"github.com/zudojs/bank/cmd/bank/internal/outfile"
 	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
@@ -114,7 +113,7 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	if f.history != "" {
 		var err error
 		if history, err = outfile.Create(f.history, ".bank-history-*.jsonl"); err != nil {
-			return htmlpage.PathError("--history", "history.jsonl", err)
+			return historyPathError(f.history, err)
 		}
 		defer history.Discard()
 		buffered = bufio.NewWriterSize(history, 64<<10)
@@ -185,7 +184,7 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 		if err := history.Commit(); err != nil {
 			var bad *outfile.NotAFile
 			if errors.As(err, &bad) {
-				return htmlpage.PathError("--history", "history.jsonl", err)
+				return historyPathError(f.history, err)
 			}
 			return historyError(f.history, err)
 		}
@@ -204,6 +203,21 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 		return exitcode.Silent{Code: exitcode.Unknown}
 	}
 	return fmt.Errorf("torture gave the verdict %q, which is none of valid, invalid and unknown", rep.Verdict)
+}
+
+// historyPathError says what is wrong with the path --history names
+// (package outfile), as a usage error: unlike --html's, the history has
+// no "-" (standard output has the report).
+func historyPathError(path string, err error) error {
+	var bad *outfile.NotAFile
+	var room *outfile.NoRoom
+	switch {
+	case errors.As(err, &bad):
+		return exitcode.Usagef("--history %s is %s: name a new file or a regular one, such as history.jsonl", bad.Path, bad.What)
+	case errors.As(err, &room):
+		return exitcode.Usagef("--history: %v", room)
+	}
+	return historyError(path, err)
 }
 
 // historyError is a failed write of --history: the machine's (exit 3), in
