@@ -144,6 +144,17 @@ func (c *Client) Send(ctx context.Context, key string, body []byte) (Result, err
 	}
 }
 
+// Once sends the transfer one time and returns whatever came back, a 409
+// or a 5xx included (Send retries those, and calls the last an unknown
+// outcome): for a caller that runs its own retries and must see every
+// answer, such as bank torture. The error is the network's, when no
+// answer came.
+func (c *Client) Once(ctx context.Context, key string, body []byte) (Result, error) {
+	res, _, err := c.once(ctx, key, body)
+	res.Attempts = 1
+	return res, err
+}
+
 func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	if c.Sleep != nil {
 		return c.Sleep(ctx, d)
