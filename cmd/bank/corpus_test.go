@@ -189,7 +189,7 @@ type mistaken struct {
 func TestGradeCorpusMistakes(t *testing.T) {
 	t.Parallel()
 	pythonModes := map[string]mistaken{
-		"memory-keys": {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": ""}},
+		"memory-keys": {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": "memory-keys"}},
 		// A request slower than its lock (as under load) also shows no
 		// fencing in torture; a kill between a commit and a write outside
 		// the transaction shows a second transaction. Torture catches these
@@ -225,7 +225,7 @@ func TestGradeCorpusMistakes(t *testing.T) {
 		// Keys outside PostgreSQL cannot be lined up: the race is only
 		// sampled by double-tap, storm and torture.
 		"redis-check-then-set": {fail: map[string]string{"crash-on-store": "second-transaction"}, maybe: []string{"double-tap", "storm", "torture"}},
-		"memory":               {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": ""}},
+		"memory":               {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": "memory-keys"}},
 	}
 	goModes := map[string]mistaken{
 		// GET /transfers?key= answers another user's key.

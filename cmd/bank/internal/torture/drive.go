@@ -34,7 +34,7 @@ func (r *run) sendWith(ctx context.Context, hc *http.Client, in *intent, i int, 
 	if err != nil {
 		a.Network = "no answer"
 	} else {
-		a.Status, a.Replayed, a.Body = res.Status, res.Replayed, string(res.Body)
+		a.Status, a.Replayed, a.Body = res.Status, res.Replayed, keptBody(res.Body)
 		if res.Status == 0 {
 			a.Network = "no answer"
 		}
@@ -325,7 +325,7 @@ func (r *run) lookup(ctx context.Context, in *intent, i int) attempt {
 			ResponseBody   json.RawMessage `json:"responseBody"`
 		}
 		json.Unmarshal(body, &rec)
-		a.State, a.Status, a.Body = state, rec.ResponseStatus, string(rec.ResponseBody)
+		a.State, a.Status, a.Body = state, rec.ResponseStatus, keptBody(rec.ResponseBody)
 	case state == "in_progress":
 		a.State, a.Status = state, 200
 	default: // unknown: the server never received it
@@ -371,4 +371,16 @@ func (r *run) settleNote(in *intent, a attempt) {
 	if len(in.settleLast) > 4 {
 		in.settleLast = in.settleLast[1:]
 	}
+}
+
+// maxKept is as much of an answer's body as the run keeps (the lesson's
+// are a few hundred bytes): thousands of attempts at a server that sends
+// megabytes must not take the run's memory with them.
+const maxKept = 8 << 10
+
+func keptBody(b []byte) string {
+	if len(b) > maxKept {
+		return string(b[:maxKept]) + "…(cut)"
+	}
+	return string(b)
 }
