@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -204,6 +205,64 @@ func TestDownloadPath(t *testing.T) {
 	}
 	if progress.Len() != 0 {
 		t.Errorf("a later run is not silent: %q", progress.String())
+	}
+}
+
+// TestDownloadPathCancelled: a download cancelled half-way (Ctrl-C while
+// the archive comes) stops: Start returns the context's error, the
+// repository sees the client hang up, and no download goes on behind it.
+// (Before the download had its own client, embedded-postgres fetched with
+// http.Get, which no context reaches: the download went on after Start
+// returned, reading the http.DefaultClient.Transport that Start was
+// putting back, a data race.)
+func TestDownloadPathCancelled(t *testing.T) {
+	t.Parallel()
+	started, hungUp, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, ".jar") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(64<<20))
+		w.Write(make([]byte, 256<<10))
+		w.(http.Flusher).Flush()
+		once.Do(func() { close(started) })
+		select {
+		case <-r.Context().Done():
+			close(hungUp)
+		case <-release:
+		}
+	}))
+	defer repo.Close()
+	defer close(release)
+
+	dir := pgtest.FreshCacheDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var progress bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := pgserver.Start(ctx, pgserver.Options{
+			CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL,
+			DownloadMajor: 16, SkipInstalled: true, Progress: &progress,
+		})
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled download: Start returned no error")
+	}
+	// A bound against a hang, not a speed goal: a download that goes on
+	// behind Start never hangs up.
+	select {
+	case <-hungUp:
+	case <-time.After(time.Minute):
+		t.Fatal("the download went on after Start returned: the repository never saw the client hang up")
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "library", "*")); len(m) != 0 {
+		t.Errorf("a cancelled download left files in the library cache: %v", m)
 	}
 }
 
