@@ -584,3 +584,62 @@ func TestServeDatabaseStopped(t *testing.T) {
 		t.Fatalf("Ada's balance %v: the transfer must have happened once", b)
 	}
 }
+
+// TestServeBoundsTheHead: a request head over 16 KiB is answered 431 at
+// once (the attack: connections each stalling in a header of 1 MiB, which
+// Go reads by default, held bank serve's memory), and a head that
+// trickles in is cut off, without an answer.
+func TestServeBoundsTheHead(t *testing.T) {
+	t.Parallel()
+	addr := strings.TrimPrefix(serveProcess(t), "http://")
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(time.Minute)) // a bound against a hang
+		return c
+	}
+	// Ten connections at once, each sending a 1 MiB header and never its
+	// end: each is answered 431 and closed.
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial()
+			go io.WriteString(c, "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "+strings.Repeat("a", 1<<20))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if !strings.Contains(line, " 431 ") {
+				t.Errorf("connection %d, a 1 MiB header: %q %v, want 431", i, line, err)
+			}
+		}()
+	}
+	wg.Wait()
+	// A head that trickles in, a byte every 100 ms, is cut off.
+	c := dial()
+	io.WriteString(c, "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for tick := time.NewTicker(100 * time.Millisecond); ; {
+			select {
+			case <-stop:
+				tick.Stop()
+				return
+			case <-tick.C:
+				if _, err := c.Write([]byte("a")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	got, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("a connection trickling its head was never cut off")
+	}
+	if len(got) != 0 {
+		t.Fatalf("a stalled head got an answer: %q", got)
+	}
+}
