@@ -585,6 +585,35 @@ func TestServeDatabaseStopped(t *testing.T) {
 	}
 }
 
+// TestServeForbidsFraming: every answer of bank serve, its API and its
+// pages (the problem types, the metrics) and its errors, says that no
+// other site may frame it.
+func TestServeForbidsFraming(t *testing.T) {
+	t.Parallel()
+	url := serveProcess(t)
+	for _, c := range []struct{ method, path, token, key, body string }{
+		{"POST", "/transfers", "token-ada", "framing-key-000000001", ok},
+		{"POST", "/transfers", "token-ada", "framing-key-000000001", ok}, // the replay
+		{"POST", "/transfers", "token-ada", "framing-key-000000002", `{"from":1,"to":1,"amountKobo":1}`},
+		{"POST", "/transfers", "", "", ok},
+		{"GET", "/transfers?key=framing-key-000000001", "token-ada", "", ""},
+		{"GET", "/transfers/1", "token-ada", "", ""},
+		{"GET", "/accounts/1", "token-ada", "", ""},
+		{"GET", "/healthz", "", "", ""},
+		{"GET", "/livez", "", "", ""},
+		{"GET", "/metrics", "", "", ""},
+		{"GET", "/problems", "", "", ""},
+		{"GET", "/problems/insufficient_funds", "", "", ""},
+		{"DELETE", "/transfers", "token-ada", "", ""},
+		{"GET", "/nowhere", "", "", ""},
+	} {
+		r := request(t, c.method, url+c.path, c.token, c.key, c.body)
+		if csp, xfo := r.header.Get("Content-Security-Policy"), r.header.Get("X-Frame-Options"); !strings.Contains(csp, "frame-ancestors 'none'") || xfo != "DENY" {
+			t.Errorf("%s %s (%d): Content-Security-Policy %q, X-Frame-Options %q", c.method, c.path, r.status, csp, xfo)
+		}
+	}
+}
+
 // TestServeBoundsTheHead: a request head over 16 KiB is answered 431 at
 // once (the attack: connections each stalling in a header of 1 MiB, which
 // Go reads by default, held bank serve's memory), and a head that

@@ -1,6 +1,6 @@
 // Package httpserve is the lab's HTTP servers (bank serve, bank lab):
-// the bounds on what a connection may make them hold, and their
-// lifetime: serve
+// the bounds on what a connection may make them hold, the headers that
+// keep their pages out of other sites' frames, and their lifetime: serve
 // until told to stop, then stop without waiting on connections that will
 // never send a request.
 package httpserve
@@ -34,16 +34,32 @@ const (
 	IdleTimeout = 60 * time.Second
 )
 
-// New is a server for h with those bounds.
+// New is a server for h with those bounds, whose every answer says that
+// no other site may frame it (Frameless).
 func New(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler: h,
+		Handler: Frameless(h),
 		// net/http reads 4 KiB beyond MaxHeaderBytes (its buffer) before
 		// it answers 431: so that the whole head is at most MaxHead.
 		MaxHeaderBytes:    MaxHead - 4<<10,
 		ReadHeaderTimeout: HeadTimeout,
 		IdleTimeout:       IdleTimeout,
 	}
+}
+
+// Frameless sets, on every answer of h, the two headers that forbid a
+// page of another site to show it in a frame: Content-Security-Policy
+// frame-ancestors 'none' (browsers of today) and X-Frame-Options: DENY
+// (older ones). A framed page can be made to take clicks meant for the
+// site around it, and a page of another origin that framed bank lab
+// froze it. A handler that sets its own Content-Security-Policy must
+// keep frame-ancestors 'none' in it.
+func Frameless(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+		w.Header().Set("X-Frame-Options", "DENY")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Run announces a server (a machine-readable "ready BASE" line on out

@@ -96,3 +96,30 @@ func TestAStalledHeadIsCutOff(t *testing.T) {
 		t.Fatalf("a stalled head got an answer: %q", got)
 	}
 }
+
+// TestEveryAnswerForbidsFraming: whatever the handler answers (a page, an
+// error, a header of its own), both framing headers are there.
+func TestEveryAnswerForbidsFraming(t *testing.T) {
+	t.Parallel()
+	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/page":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte("<p>hi</p>"))
+		case "/error":
+			http.Error(w, "no", http.StatusInternalServerError)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	for _, path := range []string{"/page", "/error", "/nowhere"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if csp, xfo := resp.Header.Get("Content-Security-Policy"), resp.Header.Get("X-Frame-Options"); csp != "frame-ancestors 'none'" || xfo != "DENY" {
+			t.Errorf("%s: Content-Security-Policy %q, X-Frame-Options %q", path, csp, xfo)
+		}
+	}
+}
