@@ -30,7 +30,13 @@ func start(t *testing.T, o pgserver.Options) *pgserver.Server {
 	t.Helper()
 	// A bound against a hang, not a speed goal: a first start under make
 	// test's full load (graded servers by the dozen) has taken over a minute.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	return startWithin(t, o, 3*time.Minute)
+}
+
+// startWithin is start with its own bound against a hang.
+func startWithin(t *testing.T, o pgserver.Options, bound time.Duration) *pgserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	s, err := pgserver.Start(ctx, o)
 	if err != nil {
@@ -175,10 +181,13 @@ func TestDownloadPath(t *testing.T) {
 
 	dir := pgtest.FreshCacheDir(t)
 	var progress bytes.Buffer
-	s := start(t, pgserver.Options{
+	// The first start unpacks the archive with the library's pure-Go xz,
+	// which -race slows many times over: 18 MB took 2 min 12 s on the
+	// 2-core machine at a load of 30, so this start has a longer bound.
+	s := startWithin(t, pgserver.Options{
 		CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL,
 		DownloadMajor: major, SkipInstalled: true, Progress: &progress,
-	})
+	}, 10*time.Minute)
 	// In a pipe: what is happening, how far the download got, then the
 	// one line while initdb runs.
 	for _, want := range []string{"bank: downloading PostgreSQL ", "MB\n", "bank: preparing a PostgreSQL "} {
@@ -303,6 +312,10 @@ func majorOf(t *testing.T, root string) int {
 	return major
 }
 
+// jars are the archives buildJar made, by installation: one is enough
+// for every run of a test binary (-count=20).
+var jars sync.Map
+
 // buildJar packs what initdb and the server need into the repository's
 // format: a jar (zip) holding a .txz of bin/ and lib/ (and share/, where
 // the installation keeps it beside them, as the npm registry's do;
@@ -310,6 +323,9 @@ func majorOf(t *testing.T, root string) int {
 // so that no layout's file names are assumed.
 func buildJar(t *testing.T, root string) []byte {
 	t.Helper()
+	if jar, ok := jars.Load(root); ok {
+		return jar.([]byte)
+	}
 	stage := t.TempDir()
 	dirs := []string{"bin", "lib"}
 	if _, err := os.Stat(filepath.Join(root, "share")); err == nil {
@@ -347,6 +363,7 @@ func buildJar(t *testing.T, root string) []byte {
 	zw.Close()
 	f.Close()
 	jar, _ := os.ReadFile(jarPath)
+	jars.Store(root, jar)
 	return jar
 }
 
