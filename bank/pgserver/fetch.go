@@ -139,7 +139,7 @@ func download(ctx context.Context, client *http.Client, repo string, v embeddedp
 	defer jar.Close()
 	sum := sha256.New()
 	if err := get(ctx, client, jarURL, io.MultiWriter(jar, sum), maxArchive); err != nil {
-		return err
+		return fmt.Errorf("downloading %s: %w", jarURL, err)
 	}
 	var want bytes.Buffer
 	err = get(ctx, client, jarURL+".sha256", &want, 1<<10)
@@ -178,7 +178,7 @@ func get(ctx context.Context, client *http.Client, url string, w io.Writer, limi
 	}
 	n, err := io.Copy(w, io.LimitReader(resp.Body, limit+1))
 	if err == nil && n > limit {
-		err = fmt.Errorf("more than %d MB: not a PostgreSQL archive", limit>>20)
+		err = fmt.Errorf("the answer is larger than %d bytes", limit)
 	}
 	return err
 }

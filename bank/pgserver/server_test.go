@@ -275,6 +275,36 @@ func TestDownloadPathCancelled(t *testing.T) {
 	}
 }
 
+// TestDownloadPathBadChecksum: an archive that does not match the
+// checksum its repository publishes is refused, and nothing of it is
+// left where the library would look.
+func TestDownloadPathBadChecksum(t *testing.T) {
+	t.Parallel()
+	repo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, ".jar"):
+			w.Write([]byte("a jar that was tampered with"))
+		case strings.HasSuffix(r.URL.Path, ".jar.sha256"):
+			sum := sha256.Sum256([]byte("the jar that was published"))
+			w.Write([]byte(hex.EncodeToString(sum[:])))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer repo.Close()
+	dir := pgtest.FreshCacheDir(t)
+	_, err := pgserver.Start(context.Background(), pgserver.Options{
+		CacheDir: dir, LibraryCache: filepath.Join(dir, "library"), RepositoryURL: repo.URL,
+		DownloadMajor: 16, SkipInstalled: true,
+	})
+	if err == nil || !strings.Contains(err.Error(), "does not match its checksum") {
+		t.Fatalf("a tampered archive: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "library", "*")); len(m) != 0 {
+		t.Errorf("a tampered archive left files in the library cache: %v", m)
+	}
+}
+
 // installedRoot is the installation the lab itself would run: the pg_ctl
 // first on PATH (its links followed, as the lab follows them: a
 // /usr/local/bin/pg_ctl that links to Debian's is Debian's installation,
