@@ -191,10 +191,10 @@ func libraryArch(v embeddedpostgres.PostgresVersion) string {
 		case "arm64":
 			arch += "v8"
 		case "arm":
-			machine, _ := exec.Command("uname", "-m").Output()
-			if bytes.HasPrefix(machine, []byte("armv7")) {
+			m := machine()
+			if strings.HasPrefix(m, "armv7") {
 				arch += "32v7"
-			} else if bytes.HasPrefix(machine, []byte("armv6")) {
+			} else if strings.HasPrefix(m, "armv6") {
 				arch += "32v6"
 			}
 		}
