@@ -414,13 +414,13 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		return res, err
 	}
 	defer closePool(pool)
-	bankPool := pool
-	if serverURL != url {
-		if bankPool, err = newPool(ctx, serverURL, ""); err != nil {
-			return res, err
-		}
-		defer closePool(bankPool)
+	// Its own pool even where the two URLs are one (a superuser's
+	// --database-url): the admin's search_path would hide the bank.
+	bankPool, err := newPool(ctx, serverURL, "")
+	if err != nil {
+		return res, err
 	}
+	defer closePool(bankPool)
 	rec := record.New(c.Name, c.Title, wire)
 	res.Recording = rec.Recording()
 	t := &trial{ctx: ctx, cfg: cfg, db: pool, bank: bankPool, url: serverURL, res: &res, run: n, rec: rec}
