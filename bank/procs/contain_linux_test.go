@@ -3,6 +3,7 @@ package procs
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -235,5 +236,44 @@ func TestKeeperThatCannotStartIsAnError(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if _, err := os.Stat(flag); err == nil {
 		t.Fatal("the refused program ran")
+	}
+}
+
+// TestGroupExitStatus: a Group's program ends, through its keeper, as it
+// ended itself: its exit status, or the signal that killed it, whether it
+// left nothing behind (the keeper finds it has no child left and ends at
+// once) or a process the keeper kills first, and after Kill, whose
+// program the keeper finds killed but not yet reaped.
+func TestGroupExitStatus(t *testing.T) {
+	tag := newTags(1)[0]
+	cleanUp(t, []string{tag})
+	for _, c := range []struct {
+		name, script string
+		want         string // in Err
+	}{
+		{"exit 3, nothing left", "exit 3", "exit status 3"},
+		{"exit 3, a daemon left", "(setsid env -i sleep " + tag + " &); exit 3", "exit status 3"},
+		{"its own SIGTERM, nothing left", "kill -TERM $$", "signal: terminated"},
+		{"its own SIGTERM, a daemon left", "(setsid env -i sleep " + tag + " &); kill -TERM $$", "signal: terminated"},
+		{"success", "true", ""},
+	} {
+		spec := &Spec{Path: "/bin/sh", Args: []string{"-c", c.script}, Group: true, WaitDelay: time.Second}
+		err := spec.Run(context.Background())
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+			t.Errorf("%s: Err %v, want %q", c.name, err, c.want)
+		}
+		if left := alive([]string{tag}); len(left) > 0 {
+			t.Errorf("%s: still running: sleep %v", c.name, left)
+		}
+	}
+	for range 20 { // the keeper may find the killed program reaped or not yet
+		g, err := (&Spec{Path: "/bin/sleep", Args: []string{"600"}, Group: true}).Start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Kill()
+		if err := g.Err(); fmt.Sprint(err) != "signal: killed" {
+			t.Fatalf("after Kill: Err %v, want signal: killed", err)
+		}
 	}
 }

@@ -144,6 +144,10 @@ func keep(args []string) int {
 	self := os.Getpid()
 	giveUp := time.After(10 * time.Second)
 	for {
+		if noChild() { // the common case: nothing left to look for
+			<-gone
+			return exitAs(status)
+		}
 		for _, pid := range descendants(self) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -161,6 +165,13 @@ func keep(args []string) int {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// noChild reports whether the keeper has no child left, reaped or not
+// (waitid with WNOWAIT leaves a dead one to the reaper).
+func noChild() bool {
+	var info unix.Siginfo
+	return unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == unix.ECHILD
 }
 
 // descendants lists the processes below pid, following /proc's PPid
