@@ -2,20 +2,17 @@ package grade
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 )
 
 // Checks are the faults the grader throws, in the order it throws them.
@@ -32,7 +29,7 @@ var Checks = []Check{
 	{Name: "double-tap", Title: "a double tap: two copies at once", Required: true, See: "bank scenario concurrent", run: doubleTap},
 	{Name: "storm", Title: "a storm of 50 copies at once", Required: true, See: "bank scenario concurrent", run: storm},
 	{Name: "crash", Title: "the server killed (SIGKILL) mid-transfer, restarted, then the retry", Required: true, See: "bank scenario crash", run: crash},
-	{Name: "crash-on-store", Title: "the answer stored in the transfer's own transaction, and a kill while storing it", Required: true, See: "bank mistake second-transaction", run: crashOnStore},
+	{Name: "crash-on-store", Title: "the answer stored in the transfer's own transaction, and a kill right after its commit", Required: true, See: "bank mistake second-transaction", run: crashOnStore},
 	{Name: "pause", Title: "a server paused (SIGSTOP) past its lock while a retry goes to another", Required: true, Servers: 2, See: "bank mistake no-fencing", run: pause},
 	{Name: "restart", Title: "keys kept across a restart of the server", Required: true, See: "bank mistake memory-keys", run: restart},
 	{Name: "lookup", Title: "GET /transfers?key= says what became of a key", See: "bank scenario unknown-outcome", run: lookup},
@@ -63,13 +60,44 @@ func (t *trial) receipt(got reply, from, to, kobo int64, twice mistake) {
 		return
 	}
 	var id int64
-	if err := t.db.QueryRow(t.ctx, "SELECT min(id) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3", from, to, kobo).Scan(&id); err != nil {
+	if err := t.bank.QueryRow(t.ctx, "SELECT min(id) FROM transfers WHERE from_account = $1 AND to_account = $2 AND amount_kobo = $3", from, to, kobo).Scan(&id); err != nil {
 		t.failAs(mTransfer, "the 201 was sent, but no transfer of %s from account %d to %d was recorded", bank.Naira(kobo), from, to)
 		return
 	}
 	if got.TransferID != id {
 		t.failAs(mTransfer, "the 201's transferId is %d, but the transfer recorded is %d (the contract's body carries the transfers row's id)", got.TransferID, id)
+		return
 	}
+	if missing := missingFields(got.Body, from, to, kobo); missing != "" {
+		m := mTransfer
+		if got.Replayed {
+			m = mReplayDiffers
+		}
+		t.failAs(m, "the 201 (%s) %s: the contract's body is at least {\"transferId\",\"from\",\"to\",\"amountKobo\"}", got.Body, missing)
+	}
+}
+
+// missingFields says which of the contract's fields a 201's body lacks
+// or gets wrong ("" when it has them all).
+func missingFields(body string, from, to, kobo int64) string {
+	var b map[string]any
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return "is not a JSON object"
+	}
+	var wrong []string
+	for _, f := range []struct {
+		name string
+		want int64
+	}{{"from", from}, {"to", to}, {"amountKobo", kobo}} {
+		n, ok := b[f.name].(float64)
+		switch {
+		case !ok:
+			wrong = append(wrong, "has no "+f.name)
+		case n != float64(f.want):
+			wrong = append(wrong, fmt.Sprintf("says %s %v, not %d", f.name, n, f.want))
+		}
+	}
+	return strings.Join(wrong, ", ")
 }
 
 func plain(t *trial) {
@@ -80,7 +108,7 @@ func plain(t *trial) {
 		return
 	}
 	t.receipt(got, 1, 2, tenThousand, mTransfer)
-	t.passed("201, with the transfer's id; money moved once")
+	t.passed("201, with the transfer's id, accounts and amount; money moved once")
 }
 
 func lostResponse(t *trial) {
@@ -88,21 +116,31 @@ func lostResponse(t *trial) {
 	t.proxies[0].loseNext.Store(1)
 	t.note("the proxy will lose the next reply, after the server has sent it")
 	t.send(r)
-	if t.retryGetsStored(r, 10*time.Second, "the lost reply", mNoIdempotency) {
-		t.passed("the retry got the stored 201; money moved once")
+	claimBy := time.Now()
+	var first *reply
+	if lost := t.proxies[0].lostReplies(); len(lost) > 0 {
+		first = &lost[0]
+		t.note("the reply the proxy lost: %s", lost[0])
+	}
+	if t.retryGetsStored(r, first, claimBy, "the lost reply", mNoIdempotency) {
+		t.passed("the retry got the stored 201, the answer the network lost; money moved once")
 	}
 }
 
 // retryGetsStored resends Ada's ₦10,000 as a good client does, until a
-// definitive answer, and wants the 201 of the one transfer it made. A
-// retry that made the transfer again is the mistake twice names.
-func (t *trial) retryGetsStored(r request, bound time.Duration, after string, twice mistake) bool {
-	got, ok := t.settle(r, bound)
+// definitive answer (t.retry), and wants the 201 of the one transfer it
+// made: the first answer again, status and body, where the grader saw it
+// (first; nil when the server died before answering). A retry that made
+// the transfer again is the mistake twice names. claimBy is the latest
+// moment the key can have been claimed.
+func (t *trial) retryGetsStored(r request, first *reply, claimBy time.Time, after string, twice mistake) bool {
+	got, ok := t.retry(r, claimBy, after)
+	if !ok {
+		return false
+	}
 	switch {
-	case !ok && got.Status == 409:
-		t.failAs(mNoExpiry, "the retry after %s was still answered %s %s later: the key is stuck in progress", after, got.short(), bound)
-	case !ok:
-		t.fail("the retry after %s was still answered %s %s later", after, got.short(), bound)
+	case got.Status == 201 && first != nil && t.count(1, 2, tenThousand) == 1 && !(first.Status == got.Status && sameJSON(first.Body, got.Body)):
+		t.failAs(mReplayDiffers, "the retry got %s %s, but the server's first answer, which the client never saw, was %s %s: a replay must repeat the stored answer whole", got.short(), got.Body, first.short(), first.Body)
 	case got.Status == 201:
 		t.receipt(got, 1, 2, tenThousand, twice)
 	case got.Status/100 == 4 && t.count(1, 2, tenThousand) == 1:
@@ -111,6 +149,57 @@ func (t *trial) retryGetsStored(r request, bound time.Duration, after string, tw
 		t.fail("the retry after %s got %s, not 201", after, got.short())
 	}
 	return t.res.Verdict == Pass
+}
+
+// retry resends r as a good client does, until a definitive answer (see
+// settle), and returns it, ok; or it judges why none came, and returns
+// not ok. A 409 to a request sent once every lock claimed by claimBy has
+// expired (LOCK_TTL_MS, and a tenth of it for the server's clock) is the
+// server's own word that the lock outlives LOCK_TTL_MS, however slow the
+// machine: the grader follows the key further, to say how long the lock
+// lasts, if it ever ends, and fails the check. No definitive answer for
+// another reason (no answer, 5xx) fails it on a quiet machine, and on a
+// busy one says it could not tell.
+func (t *trial) retry(r request, claimBy time.Time, after string) (reply, bool) {
+	bound := t.cfg.LockTTL + t.bound(5*time.Second)
+	expired := claimBy.Add(t.cfg.LockTTL + max(t.cfg.LockTTL/10, 100*time.Millisecond))
+	got, ok := t.settleWatch(r, bound, expired)
+	if ok {
+		return got, true
+	}
+	switch {
+	case got.Status == 409 && t.settledSent.After(expired):
+		return t.lockLasts(r, claimBy, after)
+	case pace.Busy():
+		t.unknown("the retry after %s was still answered %s %s later, on a machine too busy to tell whether it ever would be", after, got.short(), bound.Round(time.Second))
+	case got.Status == 409:
+		t.failAs(mNoExpiry, "the retry after %s was still answered %s %s later: the key is stuck in progress", after, got.short(), bound.Round(time.Second))
+	default:
+		t.fail("the retry after %s was still answered %s %s later", after, got.short(), bound.Round(time.Second))
+	}
+	return got, false
+}
+
+// lockLasts follows a key still answered 409 once the lock it was
+// claimed with must have expired: it resends r, as a client would, until
+// the key is let go or 35 s have passed since the claim (a common
+// default lock, 30 s, shows), and fails the check either way, naming
+// what was seen: a lock that lasted longer than LOCK_TTL_MS, or one that
+// did not expire while the grader watched.
+func (t *trial) lockLasts(r request, claimBy time.Time, after string) (reply, bool) {
+	watch := max(35*time.Second, 3*t.cfg.LockTTL)
+	t.note("the server still answered 409 to a request sent after the key's lock must have expired (LOCK_TTL_MS=%d): the grader goes on resending, for at most %s from the claim, to see how long the lock lasts", t.cfg.LockTTL.Milliseconds(), watch)
+	got, ok := t.settle(r, time.Until(claimBy.Add(watch)))
+	lasted := t.settledSent.Sub(claimBy)
+	switch {
+	case !ok && t.settled409.Sub(claimBy) > watch*3/4:
+		t.failAs(mNoExpiry, "the retry after %s was still answered 409 %s after the key was claimed (the last answer: %s): the key is stuck in progress; its lock does not expire, or not for far longer than LOCK_TTL_MS=%d", after, t.settled409.Sub(claimBy).Round(time.Second), got.short(), t.cfg.LockTTL.Milliseconds())
+	case ok:
+		t.failAs(mLockTTL, "the retry after %s was answered 409 until about %s after the key was claimed (then %s): the lock lasted about %s, not the %s LOCK_TTL_MS gives", after, lasted.Round(time.Second), got.short(), lasted.Round(time.Second), t.cfg.LockTTL)
+	default:
+		t.fail("the retry after %s was answered 409 after the key's lock must have expired, then %s", after, got.short())
+	}
+	return got, false
 }
 
 func replayed(t *trial) {
@@ -127,7 +216,7 @@ func replayed(t *trial) {
 	case !again.Replayed:
 		t.failAs(mNotMarked, "the copy got 201 without Idempotent-Replayed: true, so a client cannot tell a replay from a new transfer")
 	case !sameJSON(first.Body, again.Body):
-		t.failAs(mNotMarked, "the replay's body differs from the first answer's")
+		t.failAs(mReplayDiffers, "the replay's body (%s) differs from the first answer's (%s)", again.Body, first.Body)
 	default:
 		t.passed("the copy got the same 201, marked Idempotent-Replayed: true")
 	}
@@ -391,6 +480,7 @@ func crash(t *trial) {
 	if !ok {
 		return
 	}
+	claimBy := time.Now() // the transfer waits: its key was claimed before
 	t.kill(0)
 	t.note("the server's session waits on Ada's row: the server is killed (SIGKILL)")
 	t.await(p, 10*time.Second)
@@ -403,7 +493,7 @@ func crash(t *trial) {
 	// Killed before its transfer committed, the request left nothing but
 	// its claim: a second transfer here means the first was not one
 	// transaction.
-	if t.retryGetsStored(r, t.cfg.LockTTL+5*time.Second, "the crash", mTransfer) {
+	if t.retryGetsStored(r, nil, claimBy, "the crash", mTransfer) {
 		t.passed("the retry after the crash got 201; money moved once")
 	}
 }
@@ -437,6 +527,7 @@ func outage(t *trial) {
 	if !ok {
 		return
 	}
+	claimBy := time.Now()
 	var cancelled bool
 	t.rec.Arrow(record.ActorApp, record.ActorDB, "cancel server A's statement (pg_cancel_backend)", "")
 	t.must(t.db.QueryRow(t.ctx, "SELECT pg_cancel_backend($1)", blocked).Scan(&cancelled))
@@ -461,15 +552,20 @@ func outage(t *trial) {
 		return
 	}
 	ok = got.definitive()
+	bound := t.cfg.LockTTL + t.bound(5*time.Second)
 	if !ok {
-		got, ok = t.settle(r, t.cfg.LockTTL+5*time.Second)
+		got, ok = t.settleWatch(r, bound, claimBy.Add(t.cfg.LockTTL+max(t.cfg.LockTTL/10, 100*time.Millisecond)))
 	}
 	switch {
 	case ok && got.Status == 201:
 		t.receipt(got, 1, 2, tenThousand, mNoIdempotency)
 		t.passed("the failure (%s) was not kept: the retry got 201; money moved once", first.short())
+	case got.Status == 409 && t.settledSent.After(claimBy.Add(t.cfg.LockTTL+max(t.cfg.LockTTL/10, 100*time.Millisecond))):
+		t.lockLasts(r, claimBy, "the failure")
+	case got.Status == 409 && pace.Busy():
+		t.unknown("after the failure (%s) the retry was still answered 409 %s later, on a machine too busy to tell whether it ever would be", first.short(), bound.Round(time.Second))
 	case got.Status == 409:
-		t.failAs(mNoExpiry, "after the failure (%s) the retry was still answered 409 %s later: the key is stuck in progress", first.short(), t.cfg.LockTTL+5*time.Second)
+		t.failAs(mNoExpiry, "after the failure (%s) the retry was still answered 409 %s later: the key is stuck in progress", first.short(), bound.Round(time.Second))
 	case got.Status >= 500 || ok:
 		// The same key keeps failing: is the server down, or is the failure stored?
 		t.intent("Ada's ₦1 to Bola, under a new key", 1, 2, 100, 1)
@@ -484,277 +580,6 @@ func outage(t *trial) {
 	}
 }
 
-// crashOnStore checks the lesson's rule 4, the answer stored in the
-// transfer's own transaction, for any key store. PostgreSQL is the
-// witness: the row versions a transaction writes carry its id (xmin), so
-// after a plain transfer some row of the server's own tables must carry
-// the id of the transaction that inserted the transfers row. Then, where
-// the answer is written to the server's tables, the grader kills the
-// server while it writes it (holding a SHARE lock on them, which that
-// write waits on): stored in the transfer's transaction, the answer and
-// the transfer die together; stored in a second one, the transfer has
-// already committed, and the retry makes it again.
-func crashOnStore(t *trial) {
-	sameTx := t.answerInTransfersTransaction()
-	if t.res.Verdict == Fail {
-		return
-	}
-	r := t.adaPaysBola("grade-storecrash-01")
-	_, p, release, ok := t.blockOnAdasRow(r, "the transfer")
-	defer release()
-	if !ok {
-		return
-	}
-	tables := t.ownTables()
-	list := strings.Join(tables, ", ")
-	them, unlock, err := t.hold(list, "LOCK TABLE … IN SHARE MODE", "SET LOCAL lock_timeout = '5s'", "LOCK TABLE "+list+" IN SHARE MODE")
-	if err != nil {
-		release()
-		t.await(p, 10*time.Second)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
-			t.note("the server's transaction writes to its own tables (%s) before its transfer, so the grader cannot let the transfer through while holding its answer back", list)
-		} else {
-			t.note("the grader could not lock the server's own tables (%s): %v", list, err)
-		}
-		t.passed("%s; no kill could be timed while it stores it", sameTx)
-		return
-	}
-	defer unlock()
-	t.note("the grader holds a SHARE lock on the server's own tables (%s): writing to them will wait", list)
-	release()
-	t.note("the grader lets go of Ada's row: the transfer goes on")
-	storing := t.waitBlocked(them, p, 10*time.Second)
-	if storing == 0 {
-		unlock()
-		got, _ := t.await(p, 10*time.Second)
-		t.note("the transfer finished (%s) without writing to the server's own tables after it", got.short())
-		t.passed("%s; nothing is written after the transfer, so there was no storing to kill it in", sameTx)
-		return
-	}
-	t.rec.Arrow(serverName(0), record.ActorDB, "waits to write its own tables", "in-progress")
-	done := t.count(1, 2, tenThousand)
-	t.kill(0)
-	t.note("the server's session waits to write its answer: the server is killed (SIGKILL), %s", map[bool]string{
-		true:  "with its transfer already committed",
-		false: "before its transfer committed"}[done > 0])
-	t.await(p, 10*time.Second)
-	unlock()
-	if !t.waitGone(storing, 10*time.Second) {
-		t.note("the killed server's database session is still there after 10 s")
-	}
-	t.must(t.restart(0))
-	t.note("the server is started again")
-	if done > 0 {
-		t.failAs(mSecondTransaction, "the transfer had committed before its answer was stored, in a transaction of its own: the crash in between left a done transfer with no stored answer")
-	}
-	if t.retryGetsStored(r, t.cfg.LockTTL+5*time.Second, "the crash", mSecondTransaction) {
-		t.passed("killed while storing its answer, the server had not committed the transfer either; the retry got 201; money moved once")
-	}
-}
-
-// answerInTransfersTransaction makes a plain transfer and looks, through
-// xmin, for a row of the server's own that the same transaction wrote
-// (or a column of its own on the transfers row). It fails the check when
-// there is none: wherever the answer is kept, it is not kept in the
-// transfer's transaction. Otherwise it returns what it found.
-func (t *trial) answerInTransfersTransaction() string {
-	t.intent("Ada's ₦100 to Bola", 1, 2, 10_000, 1)
-	got := t.send(request{user: "ada", key: "grade-storexmin-001", body: body(1, 2, 10_000)})
-	if got.Status != 201 {
-		t.fail("a plain transfer got %s, not 201", got.short())
-		return ""
-	}
-	var xid string
-	var columns int
-	t.must(t.db.QueryRow(t.ctx, "SELECT xmin::text FROM transfers WHERE amount_kobo = 10000 ORDER BY id LIMIT 1").Scan(&xid))
-	t.must(t.db.QueryRow(t.ctx, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'transfers'").Scan(&columns))
-	if columns > 4 {
-		return fmt.Sprintf("the transfers row carries the server's own columns, written with it in transaction %s", xid)
-	}
-	tables := t.ownTables()
-	for _, table := range tables {
-		var n int
-		t.must(t.db.QueryRow(t.ctx, "SELECT count(*) FROM "+table+" WHERE xmin::text = $1", xid).Scan(&n))
-		if n > 0 {
-			t.note("the transfer's transaction (%s) also wrote %d row(s) of %s: the answer is stored with the transfer", xid, n, table)
-			return "the answer is stored in the transfer's own transaction"
-		}
-	}
-	switch {
-	case len(tables) == 0:
-		t.failAs(mSecondTransaction, "the server keeps no table of its own in the database, so its answer cannot be stored in the transfer's transaction (transaction %s wrote the transfer and nothing else): a crash after that commit and before the answer is kept leaves the retry to transfer again", xid)
-	case len(t.rowsNaming("grade-storexmin-001")) == 0:
-		t.failAs(mSecondTransaction, "no row of the server's own tables (%s) names the key grade-storexmin-001, so its answer is not kept in the database, let alone in the transfer's transaction (%s): a crash after that commit and before the answer is kept leaves the retry to transfer again", strings.Join(tables, ", "), xid)
-	default:
-		t.failAs(mSecondTransaction, "no row of the server's own tables (%s) was written by the transaction that made the transfer (%s): the answer is stored in another transaction, or not in the database, so a crash between the two leaves the retry to transfer again", strings.Join(tables, ", "), xid)
-	}
-	t.note("(the grader cannot stop a server between its commit and a write it does elsewhere, so the double transfer itself is shown by bank mistake second-transaction, not here)")
-	return ""
-}
-
-// pause freezes server A inside its transfer and sends copies to server
-// B: one while A's lock is valid (B must see A's key, and refuse with
-// 409), and one once it has expired (B takes the key over; when A wakes,
-// its fencing token must refuse its late work).
-func pause(t *trial) {
-	if runtime.GOOS == "windows" {
-		t.notApplicable("pausing a process needs SIGSTOP, which Windows does not have")
-		return
-	}
-	// A first request to each server opens its connections, so that the
-	// one the check is about reaches its claim at once: the copy to B must
-	// come before A's lock could expire, counted from the send.
-	t.intent("Bola's ₦1 to Ada, to warm server A up", 2, 1, 100, 1)
-	t.intent("Bola's ₦2 to Ada, to warm server B up", 2, 1, 200, 1)
-	t.send(request{server: 0, user: "bola", key: "grade-pause-warm-a1", body: body(2, 1, 100)})
-	t.send(request{server: 1, user: "bola", key: "grade-pause-warm-b1", body: body(2, 1, 200)})
-	r := t.adaPaysBola("grade-pause-000001")
-	sent := time.Now() // A's claim, and its lock, come after this
-	a, pa, release, ok := t.blockOnAdasRow(r, "server A's transfer")
-	defer release()
-	if !ok {
-		return
-	}
-	claimed := time.Now()
-	t.must(t.pauseServer(0))
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			t.must(t.resumeServer(0))
-			t.note("server A is resumed")
-		}
-	}
-	defer func() {
-		if !resumed {
-			t.resumeServer(0)
-		}
-	}()
-	t.note("server A's session waits on Ada's row: server A is paused (SIGSTOP)")
-	release()
-	t.note("the grader lets go of the row: A's transaction goes on in PostgreSQL, with A itself frozen")
-	// Until A's session has taken the row, a copy could take it first: on
-	// a loaded machine, A's woken session may not run before B's copy.
-	if !t.waitTaken(a, 5*time.Second) {
-		t.must(&unsureError{"server A's session had not taken Ada's row 5 s after the grader let go of it: too slow to send a copy while A holds it"})
-	}
-	t.rec.Arrow(serverName(0), record.ActorDB, "A's transaction takes Ada's row, A itself frozen", "")
-	rb := r
-	rb.server = 1
-	if !t.copyToBWhileLocked(rb, a, sent, resume, pa) {
-		return
-	}
-	time.Sleep(time.Until(claimed.Add(t.cfg.LockTTL + 300*time.Millisecond)))
-	t.note("%s later, past A's lock (LOCK_TTL_MS=%d), the retry goes to server B", t.cfg.LockTTL+300*time.Millisecond, t.cfg.LockTTL.Milliseconds())
-	pb := t.async(rb)
-	tookOver := t.waitBlocked(a, pb, 5*time.Second) != 0
-	early := reply{} // B's answer, when it came without waiting on A
-	if tookOver {
-		t.note("server B's retry waits on the rows A's transaction holds")
-		t.rec.Arrow(serverName(1), record.ActorDB, "B's retry waits on the rows A's transaction holds: B took the key over", "takeover")
-		t.rec.Fencing(serverName(0))
-	} else if got, answered := t.await(pb, 5*time.Second); !answered {
-		early = reply{Lost: true}
-	} else if got.Replayed {
-		// A's transaction cannot have committed while A was frozen.
-		t.must(&unsureError{"server B replayed a finished transfer while server A was paused: A was not frozen in time"})
-	} else if early = got; got.Status == 409 {
-		// Still locked: give it until the bound, then let A go on.
-		got, ok := t.settle(rb, 3*time.Second)
-		if !ok {
-			resume()
-			t.await(pa, 15*time.Second)
-			t.settle(rb, t.cfg.LockTTL+5*time.Second)
-			t.notApplicable("server B refused the retry (%s) while A was frozen, long after A's lock should have expired: the lock was never taken over, so fencing was not exercised (the crash check tests expiry)", got.short())
-			return
-		}
-	}
-	resume()
-	t.await(pa, 15*time.Second)
-	if tookOver {
-		t.await(pb, 15*time.Second)
-	}
-	got, ok := t.settle(rb, t.cfg.LockTTL+5*time.Second)
-	if !ok || got.Status != 201 {
-		t.fail("the retry to server B ended with %s, not 201", got.short())
-	}
-	if n := t.count(1, 2, tenThousand); n > 1 && tookOver {
-		t.failAs(mNoFencing, "server A, resumed after server B had taken its expired key over, still committed its transfer, and B made another: money moved %s", bank.Times(n))
-		return
-	} else if n > 1 {
-		t.fail("server A, resumed after the retry had gone to server B, still committed its transfer, and B made another: money moved %s", bank.Times(n))
-		return
-	}
-	if !tookOver {
-		t.notApplicable("server B answered the retry (%s) without waiting on A's transaction, so no takeover was put to the test", early.short())
-		return
-	}
-	t.passed("A's late work was refused once B had taken the key over; money moved once")
-}
-
-// copyToBWhileLocked sends a copy to server B while A still holds a lock
-// that cannot have expired. B must see A's key and answer 409 at once.
-// A B that runs the transfer instead (and waits on the Ada's row A's
-// transaction holds) never saw the key: keys are not shared. It reports
-// whether the check should go on to the takeover.
-func (t *trial) copyToBWhileLocked(rb request, a int, sent time.Time, resume func(), pa *pending) bool {
-	if t.cfg.LockTTL < time.Second {
-		t.note("(LOCK_TTL_MS is under a second: no copy is sent to server B while A's lock holds)")
-		return true
-	}
-	// B has until shortly before A's lock could expire to answer 409, or
-	// to be seen waiting on A's transaction.
-	window := time.Until(sent.Add(t.cfg.LockTTL * 4 / 5))
-	pc := t.async(rb)
-	waiter := t.waitBlocked(a, pc, window)
-	if waiter != 0 && time.Since(sent) >= t.cfg.LockTTL {
-		// B may have taken an expired lock over, as it should: the
-		// machine was too slow for this copy to tell anything.
-		t.must(&unsureError{"the copy to server B came after A's lock could have expired, too late to tell whether B saw A's key"})
-	}
-	if waiter != 0 {
-		t.rec.Arrow(serverName(1), record.ActorDB, "waits on A's transaction", "in-progress")
-		var query string
-		t.must(t.db.QueryRow(t.ctx, "SELECT COALESCE(query, '') FROM pg_stat_activity WHERE pid = $1", waiter).Scan(&query))
-		onKeys := false
-		for _, table := range t.ownTables() {
-			name := table[strings.LastIndex(table, ".")+1:]
-			if strings.Contains(strings.ToLower(query), strings.ToLower(strings.Trim(name, `"`))) {
-				onKeys = true
-			}
-		}
-		resume()
-		t.await(pa, 15*time.Second)
-		t.await(pc, 15*time.Second)
-		got, _ := t.settle(rb, t.cfg.LockTTL+5*time.Second)
-		n := t.count(1, 2, tenThousand)
-		switch {
-		case !onKeys:
-			t.note("a copy sent to server B while A's lock was valid did not get 409: B ran the transfer, and waited on the Ada's row A's transaction holds (B's statement: %s)", oneLine(query))
-			t.failAs(mKeysNotShared, "server B never saw the key server A had claimed: its copy ran the transfer instead of getting 409, and money moved %s (the last reply: %s)", bank.Times(n), got.short())
-		case n > 1:
-			t.fail("a copy sent to server B while A's lock was valid waited on A's key and then ran the transfer again: money moved %s", bank.Times(n))
-		default:
-			t.note("a copy sent to server B while A's lock was valid waited on A's transaction at the server's key table (B's statement: %s), then got %s", oneLine(query), got.short())
-			t.notApplicable("the claim is not committed before the work, so a copy waits on the first request instead of getting 409 and no lock is left to take over: fencing was not put to the test")
-		}
-		return false
-	}
-	got, answered := t.await(pc, max(0, time.Until(sent.Add(t.cfg.LockTTL*4/5))))
-	switch {
-	case answered && got.Status == 409:
-		t.note("a copy sent to server B while A's lock was valid got 409: B sees A's key")
-	case !answered:
-		// Neither answered nor waiting on A: the machine is too slow to
-		// tell, and the copy, still on its way, would confuse the rest.
-		t.must(&unsureError{"a copy sent to server B while A's lock was valid was neither answered nor seen waiting before the lock could expire: too slow to tell whether B saw A's key"})
-	default:
-		t.note("a copy sent to server B while A's lock was valid got %s", got.short())
-	}
-	return true
-}
-
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > 120 {
@@ -766,6 +591,7 @@ func oneLine(s string) string {
 func restart(t *trial) {
 	r := t.adaPaysBola("grade-restart-00001")
 	first := t.send(r)
+	claimBy := time.Now()
 	if first.Status != 201 {
 		t.fail("the first request got %s, not 201", first.short())
 		return
@@ -777,7 +603,7 @@ func restart(t *trial) {
 	t.stop(0)
 	t.must(t.restart(0))
 	t.note("the server is stopped (SIGTERM) and started again")
-	if t.retryGetsStored(r, 10*time.Second, "the restart", mMemoryKeys) {
+	if t.retryGetsStored(r, &first, claimBy, "the restart", mMemoryKeys) {
 		t.passed("after the restart the copy got the stored 201; money moved once")
 	}
 }
@@ -797,5 +623,10 @@ func lookup(t *trial) {
 		t.fail("asking about a key never sent got %s, not 404", unknown.short())
 		return
 	}
-	t.passed(`200 "completed" for a key it has, 404 for one it never got`)
+	// Rule 2 holds for every read by key: Bola never sent Ada's key.
+	if other := t.get("bola", "/transfers?key="+key); other.Status != 404 {
+		t.failAs(mUnscoped, "Bola, asking about the key Ada used, got %s %s, not 404: a key must be looked up within its own user's keys, or one user learns of another's transfers", other.short(), other.Body)
+		return
+	}
+	t.passed(`200 "completed" for a key of the user's, 404 for one never sent and for another user's`)
 }
