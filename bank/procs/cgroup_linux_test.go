@@ -1,6 +1,7 @@
 package procs
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -117,5 +118,63 @@ func TestWatchdogEmptiesCgroups(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("the watchdog left the cgroup %s", dir)
+	}
+}
+
+// TestCgroupGoneWhenLabAndWatchdogAreKilled: when the lab and its
+// watchdog are killed together (a kill of all the user's processes), the
+// keeper still kills what the program started, and leaves no empty
+// cgroup behind: it removes its own.
+func TestCgroupGoneWhenLabAndWatchdogAreKilled(t *testing.T) {
+	needPython(t)
+	parent := needCgroups(t)
+	tags := newTags(4)
+	cleanUp(t, tags)
+	lab := exec.Command(os.Args[0], "-test.run=^$")
+	lab.Env = append(os.Environ(), labRole+"=1", labScript+"="+escapes(tags)+"exec sleep "+tags[3])
+	out, _ := lab.StdoutPipe()
+	if err := lab.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "started\n" {
+		lab.Process.Kill()
+		lab.Wait()
+		t.Fatalf("the lab did not start its group: %q", line)
+	}
+	waitAlive(t, tags)
+	dirs, _ := filepath.Glob(filepath.Join(parent, "bank-"+strconv.Itoa(lab.Process.Pid)+"-*"))
+	if len(dirs) != 1 {
+		lab.Process.Kill()
+		lab.Wait()
+		t.Fatalf("the lab's cgroups: %v, want one", dirs)
+	}
+	t.Cleanup(func() { removeCgroup(dirs[0]) })
+	// The watchdog is the lab's child running the watchdog's script.
+	var watchdogs []int
+	procDirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range procDirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		cmd, _ := os.ReadFile(d + "/cmdline")
+		if ppid, ok := parentOf(pid); ok && ppid == lab.Process.Pid && strings.Contains(string(cmd), watchdogScript) {
+			watchdogs = append(watchdogs, pid)
+		}
+	}
+	if len(watchdogs) != 1 {
+		lab.Process.Kill()
+		lab.Wait()
+		t.Fatalf("the lab's watchdogs: %v, want one", watchdogs)
+	}
+	syscall.Kill(watchdogs[0], syscall.SIGKILL)
+	lab.Process.Kill()
+	lab.Wait()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := os.Stat(dirs[0])
+		left := alive(tags)
+		if len(left) == 0 && os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) { // a hang, not a speed goal
+			t.Fatalf("5 s after the lab and its watchdog were killed: still running %v; the cgroup %s: %v", left, dirs[0], err)
+		}
 	}
 }

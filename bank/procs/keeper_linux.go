@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -146,6 +147,7 @@ func keep(args []string) int {
 	for {
 		if noChild() { // the common case: nothing left to look for
 			<-gone
+			leaveCgroup(cgroup)
 			return exitAs(status)
 		}
 		for _, pid := range descendants(self) {
@@ -153,6 +155,7 @@ func keep(args []string) int {
 		}
 		select {
 		case <-gone:
+			leaveCgroup(cgroup)
 			return exitAs(status)
 		case <-giveUp:
 			select {
@@ -164,6 +167,20 @@ func keep(args []string) int {
 		case <-reaped:
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// leaveCgroup moves the keeper, whose program's processes are all gone,
+// out of its cgroup into the lab's, and removes it: the lab would, or its
+// watchdog, but both may have been killed at once (a kill of all the
+// user's processes), and the empty cgroup would stay. One that is not
+// empty stays, for them.
+func leaveCgroup(dir string) {
+	if dir == "-" {
+		return
+	}
+	if os.WriteFile(filepath.Join(filepath.Dir(dir), "cgroup.procs"), []byte("0"), 0) == nil {
+		syscall.Rmdir(dir)
 	}
 }
 
