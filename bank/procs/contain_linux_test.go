@@ -152,6 +152,24 @@ func TestGroupContainsEscapes(t *testing.T) {
 			cancel()
 			<-g.Exited()
 		}},
+		// The keeper slower than the program's WaitDelay (a busy machine:
+		// it is stopped here for twice that): the keeper is not killed
+		// before it has killed the escapes.
+		{"its context ends and the keeper is slow", func(t *testing.T, tags []string) {
+			ctx, cancel := context.WithCancel(context.Background())
+			spec := &Spec{Path: "/bin/sh", Args: []string{"-c", escapes(tags) + "exec sleep " + tags[3]}, Group: true, WaitDelay: time.Second}
+			g, err := spec.Start(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitAlive(t, tags)
+			keeper := g.cmd.Process.Pid
+			syscall.Kill(keeper, syscall.SIGSTOP)
+			cancel()
+			time.Sleep(2 * spec.WaitDelay)
+			syscall.Kill(keeper, syscall.SIGCONT)
+			<-g.Exited()
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tags := newTags(4)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // group is what holds a Group's processes on Linux: its keeper (see
@@ -75,6 +76,13 @@ func (c *Child) startGroup(how OnParentDeath) error {
 	cmd.Path = keeperPath
 	cmd.ExtraFiles = []*os.File{fromLab, report} // 3 and 4
 	cmd.Cancel = g.kill                          // the context ended: all of them go
+	// WaitDelay is the program's, not the keeper's: once the context
+	// ends, the keeper has up to the grace and its own 10 s to kill what
+	// is left, and must not be killed before it has (on a busy machine
+	// that took more than a second, and the escapes outlived it).
+	if cmd.WaitDelay > 0 {
+		cmd.WaitDelay += c.grace + keeperGiveUp + time.Second
+	}
 	err = cmd.Start()
 	fromLab.Close()
 	report.Close()

@@ -143,7 +143,7 @@ func keep(args []string) int {
 	// will not die (stuck in the kernel) does not hold the lab up for
 	// ever.
 	self := os.Getpid()
-	giveUp := time.After(10 * time.Second)
+	giveUp := time.After(keeperGiveUp)
 	for {
 		if noChild() { // the common case: nothing left to look for
 			<-gone
@@ -183,6 +183,10 @@ func leaveCgroup(dir string) {
 		syscall.Rmdir(dir)
 	}
 }
+
+// keeperGiveUp is how long the keeper goes on killing what is left before
+// it gives up on a process that will not die.
+const keeperGiveUp = 10 * time.Second
 
 // noChild reports whether the keeper has no child left, reaped or not
 // (waitid with WNOWAIT leaves a dead one to the reaper).

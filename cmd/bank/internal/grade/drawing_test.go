@@ -96,6 +96,16 @@ func TestRecordingOfChecks(t *testing.T) {
 		arrow{"server A", "proxy", "201 transfer 1 (replayed)", "replayed"},
 		arrow{"proxy", "app", "201 transfer 1 (replayed)", "replayed"},
 	)
+	// The retry's 201 is drawn a takeover where the grader saw the key in
+	// progress first: a 409 to a retry sent before the lock expired. On a
+	// busy machine the restart can outlast the 2 s lock, and the first
+	// retry takes the key over with no 409 before it: drawn plain.
+	takeover := ""
+	for _, e := range rep.Results[1].Recording.Events {
+		if e.Kind == "message" && e.From == "server A" && strings.HasPrefix(e.Text, "409") {
+			takeover = "takeover"
+		}
+	}
 	inOrder(t, rep.Results[1].Recording,
 		arrow{"app", "PostgreSQL", "lock Ada's row", ""},
 		arrow{"app", "proxy", "POST ₦10,000 1→2, key grade-crash-000001", ""},
@@ -103,7 +113,7 @@ func TestRecordingOfChecks(t *testing.T) {
 		arrow{"app", "server A", "kill (SIGKILL)", ""},
 		arrow{"proxy", "app", "no answer", "error"},
 		arrow{"app", "server A", "start again", ""},
-		arrow{"server A", "proxy", "201 transfer 1", "takeover"},
+		arrow{"server A", "proxy", "201 transfer 1", takeover},
 	)
 	for _, r := range rep.Results {
 		if r.Verdict != Pass {
