@@ -17,6 +17,7 @@ type aside struct {
 
 	mu      sync.Mutex
 	queue   []job
+	limit   time.Duration // the most one job may take: jobLimit
 	closed  bool
 	wake    chan struct{} // a job was queued, or the queue closed
 	stopped chan struct{} // closed when the worker has finished
@@ -35,7 +36,7 @@ type job struct {
 }
 
 func newAside(c *Clones) *aside {
-	a := &aside{c: c, wake: make(chan struct{}, 1), stopped: make(chan struct{}), cloned: make(chan string, 1)}
+	a := &aside{c: c, limit: jobLimit, wake: make(chan struct{}, 1), stopped: make(chan struct{}), cloned: make(chan string, 1)}
 	go a.work()
 	return a
 }
@@ -57,8 +58,6 @@ func (a *aside) do(j job) bool {
 
 func (a *aside) work() {
 	defer close(a.stopped)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
@@ -77,10 +76,7 @@ func (a *aside) work() {
 			if closing && j.leftOver {
 				continue
 			}
-			if conn == nil || conn.IsClosed() {
-				conn, _ = connect(ctx, a.c.admin) // on failure each job fails in turn, and says so
-			}
-			j.run(ctx, conn)
+			a.run(j, &conn)
 		}
 		if closed && len(jobs) == 0 {
 			return
@@ -89,6 +85,23 @@ func (a *aside) work() {
 			<-a.wake
 		}
 	}
+}
+
+// jobLimit is the most one job may take (a test shortens it). It was
+// the most the worker could live: in a bank lab left open for a class,
+// or a test that ran long, every clone and drop after the first minute
+// failed, and each run left its database behind (in /dev/shm, megabytes
+// each: a test run of five minutes left 1,848 of them, 21 GB).
+var jobLimit = time.Minute
+
+// run does one job on the worker's session, connecting it if need be.
+func (a *aside) run(j job, conn **pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.limit)
+	defer cancel()
+	if *conn == nil || (*conn).IsClosed() {
+		*conn, _ = connect(ctx, a.c.admin) // on failure each job fails in turn, and says so
+	}
+	j.run(ctx, *conn)
 }
 
 // take returns a spare to rename, waiting for the one being cloned, or ""

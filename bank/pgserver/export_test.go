@@ -1,0 +1,12 @@
+package pgserver
+
+import "time"
+
+// SetJobLimit shortens, for the Clones whose Throwaway comes next, the
+// time each job set aside may take; it returns a function that puts the
+// limit back.
+func SetJobLimit(d time.Duration) (restore func()) {
+	was := jobLimit
+	jobLimit = d
+	return func() { jobLimit = was }
+}
