@@ -105,8 +105,9 @@ func (a *aside) run(j job, conn **pgx.Conn) {
 }
 
 // take returns a spare to rename, waiting for the one being cloned, or ""
-// when there is none (then the caller clones as usual).
-func (a *aside) take() string {
+// when there is none (then the caller clones as usual). If ctx ends
+// first (Ctrl-C), the clone on its way is kept as the next spare.
+func (a *aside) take(ctx context.Context) string {
 	a.mu.Lock()
 	if a.ready != "" {
 		spare := a.ready
@@ -120,7 +121,33 @@ func (a *aside) take() string {
 	if !cloning {
 		return ""
 	}
-	return <-a.cloned
+	select {
+	case spare := <-a.cloned:
+		return spare
+	case <-ctx.Done():
+		go func() { a.keep(<-a.cloned) }()
+		return ""
+	}
+}
+
+// keep makes spare, a clone nobody waited for, the next one to take; one
+// more than that is dropped behind.
+func (a *aside) keep(spare string) {
+	if spare == "" {
+		return
+	}
+	a.mu.Lock()
+	if a.ready == "" && !a.closed {
+		a.ready = spare
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	a.do(job{leftOver: true, run: func(ctx context.Context, conn *pgx.Conn) {
+		if conn != nil {
+			drop(ctx, conn, spare)
+		}
+	}})
 }
 
 // cloneAhead starts cloning the next spare, unless one is ready or on its

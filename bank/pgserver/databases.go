@@ -117,6 +117,9 @@ func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
 		return nil, &Error{fmt.Errorf("database URL is not valid: %s", redact(err.Error()))}
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("connecting to PostgreSQL: %w", ctx.Err()) // Ctrl-C, not the server
+	}
 	if err != nil {
 		return nil, &Error{fmt.Errorf("cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, reason(err))}
 	}
@@ -276,7 +279,7 @@ func (c *Clones) NewDatabase(ctx context.Context, label string) (*Database, erro
 	name := c.tmpl.Prefix + "_s_" + sanitize(label) + "_" + randomHex(4)
 	d := &Database{Name: name, URL: withDatabase(c.admin, name), c: c}
 	if c.aside != nil {
-		spare := c.aside.take()
+		spare := c.aside.take(ctx)
 		defer c.aside.cloneAhead()
 		if spare != "" && c.admin1(ctx, "ALTER DATABASE "+pgx.Identifier{spare}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize()) == nil {
 			return d, d.private(ctx)
