@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // Template describes a seeded database that scenario databases are cloned
@@ -109,6 +110,13 @@ func (c *Clones) Close() {
 	}
 }
 
+// connectLimit bounds how long a connection may take to start, when its
+// URL sets no connect_timeout. The driver has no bound of its own: a
+// --database-url naming a port that accepts and never answers (or a host
+// that drops every packet) waited for ever. A server on this machine
+// answers in milliseconds, even a loaded one.
+const connectLimit = 10 * time.Second
+
 // connect opens a connection and turns a failure into one line naming the
 // host and the reason, without the driver's noise.
 func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
@@ -116,12 +124,23 @@ func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, &Error{fmt.Errorf("database URL is not valid: %s", redact(err.Error()))}
 	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = connectLimit
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("connecting to PostgreSQL: %w", ctx.Err()) // Ctrl-C, not the server
 	}
 	if err != nil {
-		return nil, &Error{fmt.Errorf("cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, reason(err))}
+		why := reason(err)
+		var tooLong *pgproto3.ExceededMaxBodyLenErr
+		switch {
+		case pgconn.Timeout(err):
+			why = fmt.Sprintf("no answer within %v (connect_timeout); is it the right host and port?", cfg.ConnectTimeout)
+		case errors.As(err, &tooLong), strings.Contains(err.Error(), "unknown message type"):
+			why = "what answers there does not speak PostgreSQL's protocol; is it the right port?"
+		}
+		return nil, &Error{fmt.Errorf("cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, why)}
 	}
 	return conn, nil
 }
