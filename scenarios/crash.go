@@ -60,7 +60,7 @@ var Crash = &lab.Scenario{
 		lab.Step("server A wakes up")
 		_, err := a.Finish()
 		if !errors.Is(err, idem.ErrLockLost) {
-			return fmt.Errorf("server A should have lost its lock, got %v", err)
+			return fmt.Errorf("server A should have lost its lock, got %w", gotten(err))
 		}
 		lab.Say("server A wakes up: %v", err)
 		// A sequence is not rolled back: the id A's transfer took is the

@@ -55,7 +55,7 @@ var Race = &lab.Scenario{
 		err := checkedDebit(ctx, txB)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
-			return fmt.Errorf("the second debit should have been refused, got %v", err)
+			return fmt.Errorf("the second debit should have been refused, got %w", gotten(err))
 		}
 		txB.Rollback(ctx)
 		lab.Say("transfer B debits ₦10,000 too, which would leave %s: %s", bank.Naira(balanceOf(ctx, lab, 2)-1_000_000), pgErr.Message)
@@ -74,10 +74,10 @@ var Race = &lab.Scenario{
 			err  error
 		}
 		second := make(chan result, 1)
-		go func() {
+		lab.Go(func() {
 			resp, err := api.Transfer(ctx, txB, 2, bolaPaysAda)
 			second <- result{resp, err}
-		}()
+		})
 		lab.WaitBlocked(ctx, b, a)
 		lab.Say("transfer B waits for Bola's row (pg_blocking_pids shows B blocked by A)")
 		lab.Must(txA.Commit(ctx))

@@ -50,7 +50,7 @@ var Rails = &lab.Scenario{
 		_, err = lab.DB.Exec(ctx, "INSERT INTO payouts (account_id, amount_kobo, reference) VALUES (1, 500000, 'po-0002')")
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
-			return fmt.Errorf("a second payout row for po-0002 should be refused, got %v", err)
+			return fmt.Errorf("a second payout row for po-0002 should be refused, got %w", gotten(err))
 		}
 		lab.Say("a second payout row for po-0002: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
 		lab.Balances(ctx, "")

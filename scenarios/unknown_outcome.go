@@ -50,7 +50,7 @@ var UnknownOutcome = &lab.Scenario{
 		_, failed := handler.Handle(ctx, cases[1].call)
 		var pgErr *pgconn.PgError
 		if !errors.As(failed, &pgErr) {
-			return fmt.Errorf("case 2 should have failed on the server, got %v", failed)
+			return fmt.Errorf("case 2 should have failed on the server, got %w", gotten(failed))
 		}
 		release()
 		lab.Say("%s; the phone sees: %v", cases[1].what, errLostResponse)
