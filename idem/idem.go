@@ -132,7 +132,7 @@ const (
 	TookOver                       // the lock had expired: the key is ours, under a new lock id
 	Completed                      // the work and its answer committed together
 	Fenced                         // the lock id changed: the answer was refused, the work rolled back
-	Released                       // the work failed: the key was given back
+	Released                       // the work failed: the key was given back (deleted)
 )
 
 func (s *Store) observe(ctx context.Context, kind EventKind, until time.Time) {
@@ -372,12 +372,16 @@ func (s *Store) run(ctx context.Context, db DB, r Request, lock string, work Wor
 	return Response{Status: resp.Status, Body: stored}, nil
 }
 
-// release gives the key back, if it is still ours.
+// release gives the key back, if it is still ours. It is observed only
+// when the key was given back: a server whose connection died (a crash)
+// cannot, and its key stays in progress until its lock expires.
 func (s *Store) release(ctx context.Context, db DB, r Request, lock string) {
-	s.observe(ctx, Released, time.Time{})
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, _ = db.Exec(ctx, "DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND lock_id = $3", r.UserID, r.Key, lock)
+	tag, err := db.Exec(rctx, "DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND lock_id = $3", r.UserID, r.Key, lock)
+	if err == nil && tag.RowsAffected() > 0 {
+		s.observe(ctx, Released, time.Time{})
+	}
 }
 
 // ValidKey reports whether key is 16 to 64 letters, digits, - or _.

@@ -24,6 +24,7 @@ var Atomic = &lab.Scenario{
 		lab.Intent("Ada's ₦10,000 to account 99", 1, 99, 1_000_000, 0)
 
 		lab.Step("one transaction")
+		lab.Say("the same ₦10,000 to account 99, which does not exist, in one transaction: BEGIN, the same three statements, COMMIT; an error rolls back every statement since BEGIN")
 		err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo - $1 WHERE id = $2", 1_000_000, 1); err != nil {
 				return err

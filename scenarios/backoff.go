@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/client"
 	"github.com/zudojs/bank/idem"
@@ -47,7 +49,10 @@ var Backoff = &lab.Scenario{
 			}},
 			{"full jitter (bank send): a random wait up to 50, 100, 200 ms ...", "full-jitter", 300, func(n int) time.Duration { return app.Backoff(n, 0) }},
 		}
-		lab.Say("the server answers up to %d requests in 10 ms; of n > %d it answers 2 × %d − n (none from %d)", capacity, capacity, capacity, 2*capacity)
+		lab.Say("the server is slow: it answers up to %d requests in each 10 ms; when more arrive, n of them, it wastes work on requests whose phones have already timed out, and answers only 2 × %d − n (%d of %d, none of %d or more)",
+			capacity, capacity, 2*capacity-12, 12, 2*capacity)
+		lab.Say("%d phones lost signal together and come back together; each sends Ada's transfer to Bola with a key of its own, and retries after a timeout, up to %d tries. Backing off is waiting longer after each failed try; jitter is a random part of each wait, so that phones that failed together do not retry together", phones, maxTries)
+		lab.Say("each part's phones send their own amount (₦1, ₦2, ₦3), so that each part's transfers can be counted apart")
 		for _, s := range schedules {
 			in := lab.Intent(fmt.Sprintf("the %d phones' ₦%d transfers, %s backoff", phones, s.amount/100, s.prefix), 1, 2, s.amount, phones)
 			if s.prefix == "no" {
@@ -56,17 +61,26 @@ var Backoff = &lab.Scenario{
 			lab.Part(s.part)
 			served, busiest, done, err := storming(ctx, handler, s.prefix, s.amount, s.wait)
 			lab.Must(err)
-			when := "never"
+			when := ""
 			if served == phones {
-				when = "the last at " + done.String()
+				when = " (the last at " + done.String() + ")"
 			}
-			lab.Say("served %d of %d (%s); retries in the busiest 10 ms: %d; %d phones gave up after %d tries",
+			lab.Burst("server", fmt.Sprintf("%d phones × up to %d tries of ₦%d", phones, maxTries, s.amount/100), fmt.Sprintf("served %d of %d", served, phones))
+			lab.Say("served %d of %d%s; retries in the busiest 10 ms: %d; %d phones gave up after %d tries",
 				served, phones, when, busiest, phones-served, maxTries)
 		}
 		// Full jitter's waits look random, but their ceilings double.
 		lab.Say("full jitter's first waits for one phone: %s", jitterWaits(app))
-		lab.Say("(bank send uses full jitter: each wait is random up to a ceiling that doubles, so the")
-		lab.Say(" waits look as if they do not grow, but a large herd spreads over ever wider windows)")
+		lab.Say("(bank send uses full jitter: each wait is random up to a ceiling that doubles, so the waits look as if they do not grow, but a large herd spreads over ever wider windows)")
+		var moved []string
+		var sum int64
+		for _, s := range schedules {
+			if n := lab.Count(ctx, "SELECT count(*) FROM transfers WHERE amount_kobo = $1", s.amount); n > 0 {
+				moved = append(moved, fmt.Sprintf("%d × %s", n, bank.Naira(s.amount)))
+				sum += n * s.amount
+			}
+		}
+		lab.Say("moved from Ada to Bola: %s = %s", strings.Join(moved, " + "), bank.Naira(sum))
 		lab.Balances(ctx, "")
 		return nil
 	},

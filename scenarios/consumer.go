@@ -38,21 +38,22 @@ var Consumer = &lab.Scenario{
 				r := receipt(lab)(bank.Transfer(ctx, tx, user, req))
 				msg, _ := json.Marshal(r)
 				queue.Publish(fmt.Sprintf("transfer-%d", r.TransferID), string(msg))
-				lab.Say("transfer %d made; event transfer-%d published", r.TransferID, r.TransferID)
+				lab.Say("%s's transfer %d (%s to %s) made; event transfer-%d published", holder[r.From], r.TransferID, bank.Naira(r.AmountKobo), holder[r.To], r.TransferID)
 				return nil
 			}))
 		}
 
+		lab.Say("a rewards service, the consumer, reads \"transfer made\" events from a queue and gives a point per ₦1,000 sent. The queue delivers each message until the consumer acknowledges it (says it is done with it), so a consumer that crashes before acknowledging gets the message again")
 		lab.Part("broken: no record of processed events")
 		lab.Intent("Ada's ₦10,000 transfer", 1, 2, 1_000_000, 1)
-		lab.Effect("Ada's reward for it (10 points, one per ₦1,000 sent)", 1, points(1, 10)).ShownBroken()
+		lab.Effect("Ada's reward for her ₦10,000 transfer (10 points, one per ₦1,000 sent)", 1, points(1, 10)).ShownBroken()
 		send(1, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000})
 		consume(ctx, lab, queue, "points only", true, rewardWithoutRecord)
 		consume(ctx, lab, queue, "points only", false, rewardWithoutRecord)
 
 		lab.Part("safe: processed_events")
 		lab.Intent("Bola's ₦2,000 transfer", 2, 1, 200_000, 1)
-		lab.Effect("Bola's reward for it (2 points)", 1, points(2, 2))
+		lab.Effect("Bola's reward for his ₦2,000 transfer (2 points)", 1, points(2, 2))
 		send(2, bank.Request{From: 2, To: 1, AmountKobo: 200_000})
 		safe := func(ctx context.Context, tx pgx.Tx, id string, r bank.Receipt) (bool, error) {
 			first, err := idem.FirstDelivery(ctx, tx, idem.Delivery{Consumer: "rewards", EventID: id, Now: lab.Clock.Now()})
@@ -86,7 +87,7 @@ func consume(ctx context.Context, lab *lab.Lab, q *lab.Queue, name string, crash
 		}))
 		what := "effect already applied, nothing done"
 		if applied {
-			what = fmt.Sprintf("+%d points for account %d", r.AmountKobo/100_000, r.From)
+			what = fmt.Sprintf("+%d points for %s", r.AmountKobo/100_000, holder[r.From])
 		}
 		if crash {
 			lab.Say("consumer (%s) got %s: %s; crashed before acknowledging", name, id, what)

@@ -28,6 +28,7 @@ var Ship = &lab.Scenario{
 		lab.Effect("order 1 shipped", 1, orderIs(lab, 1, "shipped"))
 		lab.Effect("order 2, cancelled, shipped", 0, orderIs(lab, 2, "shipped"))
 		lab.Step("mark shipped")
+		lab.Say("order 1 is paid and order 2 cancelled; there is no order 3. markShipped is called for orders 1, 1 again, 2 and 3")
 		for _, id := range []int64{1, 1, 2, 3} {
 			said, err := bank.MarkShipped(ctx, lab.DB, id)
 			lab.Must(err)
@@ -56,6 +57,7 @@ var Cleanup = &lab.Scenario{
 			(1, 'new-completed', 'h', 'completed', NULL, NULL, $2),
 			(1, 'old-stuck', 'h', 'in_progress', 'lock-1', $3, $1)`, ago(48), ago(1), ago(47))
 		lab.Step("the nightly job")
+		lab.Say("at 03:00 the job deletes the keys older than 24 hours that are completed or whose lock has expired, of three: old-completed (48 h old), new-completed (1 h old), and old-stuck (in progress for 48 h, its lock expired 47 h ago)")
 		deleted, err := idem.Prune(ctx, lab.DB, ago(24), now)
 		lab.Must(err)
 		lab.Say("deleted: %s", NodeList(deleted))
@@ -74,7 +76,20 @@ var ShouldRetry = &lab.Scenario{
 	Section: "Practice: which responses to retry?",
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Step("play each outcome")
+		lab.Say("for each outcome, a test server answers the client's first attempt with it (\"network\": it closes the connection instead), and the client decides: true if it tried again")
 		return PlayRetries(ctx, lab.Clock.Advance, func(outcome string, retried bool) {
+			// Drawn once the client has decided: the first attempt, its
+			// outcome, and the second attempt if the client made one.
+			lab.Arrow(phone, "server", "POST /transfers (attempt 1)", "")
+			answer, mark := outcome, map[string]string{"network": "lost", "409": "in-progress", "400": "refused", "422": "refused", "429": "refused", "500": "error", "503": "error"}[outcome]
+			if outcome == "network" {
+				answer = "no answer: connection closed"
+			}
+			lab.Arrow("server", phone, answer, mark)
+			if retried {
+				lab.Arrow(phone, "server", "POST /transfers (attempt 2)", "")
+				lab.Arrow("server", phone, "201", "")
+			}
 			lab.Say("%-8s %t", outcome, retried)
 		})
 	},

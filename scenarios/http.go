@@ -31,7 +31,7 @@ var HTTP = &lab.Scenario{
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
 		server := &api.Server{
-			Transfers: &api.Transfers{DB: lab.DB, Keys: &idem.Store{}},
+			Transfers: &api.Transfers{DB: lab.DB, Keys: lab.KeysOf("server", &idem.Store{})},
 			DB:        lab.DB,
 			Keys:      lab.DB,
 			Tokens:    api.Tokens,
@@ -49,23 +49,25 @@ var HTTP = &lab.Scenario{
 		app := &client.Client{
 			BaseURL: "http://" + ln.Addr().String(),
 			Token:   "token-ada",
-			HTTP:    &http.Client{Transport: transport, Timeout: 30 * time.Second},
+			HTTP:    &http.Client{Transport: lab.Drawn(transport), Timeout: 30 * time.Second},
 			Rand:    lab.Rand,
 			Sleep:   func(_ context.Context, d time.Duration) error { lab.Clock.Advance(d); return nil },
-			Report: func(a client.Attempt) {
-				switch {
-				case a.Status == 0:
-					lab.Say("attempt %d: network error (%s)%s", a.N, a.Network, willRetry(a.Retry))
-					lab.Say("  (the lesson's Node client names this error TypeError; Go's says what happened)")
-				case a.Retry:
-					lab.Say("attempt %d: %d%s", a.N, a.Status, willRetry(true))
-				default:
-					lab.Say("attempt %d: %d replayed: %t", a.N, a.Status, a.Replayed)
-				}
-			},
+		}
+		app.Report = func(a client.Attempt) {
+			lab.DrawAnswer(app.BaseURL, a)
+			switch {
+			case a.Status == 0:
+				lab.Say("attempt %d: network error (%s)%s", a.N, a.Network, willRetry(a.Retry))
+				lab.Say("  (the lesson's Node client names this error TypeError; Go's says what happened)")
+			case a.Retry:
+				lab.Say("attempt %d: %d%s", a.N, a.Status, willRetry(true))
+			default:
+				lab.Say("attempt %d: %d replayed: %t", a.N, a.Status, a.Replayed)
+			}
 		}
 
 		lab.Step("send over HTTP")
+		lab.Say("the same tap over real HTTP: the API listens on a port of this machine, and closes the connection after the transfer has committed instead of answering (the tunnel). The app's client retries with its key")
 		res, err := app.Send(ctx, lab.NewKey(), []byte(adaPaysBola))
 		if err != nil {
 			lab.Say("gave up: %v", err)

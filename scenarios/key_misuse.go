@@ -45,6 +45,7 @@ var KeyMisuse = &lab.Scenario{
 		}
 
 		lab.Step("misuse")
+		lab.Say("seven requests: Ada's ₦10,000 to Bola under the key %s; the same with its JSON fields in another order; the same key for ₦50,000; Bola's ₦1,000 to Ada under the same key string; a request with no key; and Bola's ₦90,000 (more than he has) under his key %s, sent twice", key, broke)
 		for _, r := range requests {
 			resp, err := handler.Handle(ctx, api.Call{UserID: r.user, Key: r.key, Body: []byte(r.body), Now: lab.Clock.Now()})
 			if err != nil {

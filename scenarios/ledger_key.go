@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -31,37 +32,39 @@ var LedgerKey = &lab.Scenario{
 		"safe: the ledger row carries the key, unique": "Both paths stamp the transfer row with the key, in the transfer's transaction.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
-		keys := &idem.Store{}
-		api := func(key, body string, stamp bool) (idem.Response, error) {
-			req := idem.Request{UserID: 1, Key: key, Method: "POST", Path: "/transfers", Body: []byte(body), Now: lab.Clock.Now()}
+		keys := lab.Keys(&idem.Store{})
+		stamp := false
+		server := lab.Server("API", api.HandlerFunc(func(ctx context.Context, c api.Call) (idem.Response, error) {
+			req := idem.Request{UserID: c.UserID, Key: c.Key, Method: "POST", Path: "/transfers", Body: c.Body, Now: c.Now}
 			return keys.Do(ctx, lab.DB, req, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
-				return ledgerTransfer(ctx, tx, key, body, stamp)
+				return ledgerTransfer(ctx, tx, c.Key, string(c.Body), stamp)
 			})
-		}
+		}))
 		lab.Exec(ctx, bank.LedgerKeySchema)
 
 		lab.Say("two ways a request reaches the transfer: the API, through the key store, and a resend job (a batch that sends failed requests again) that calls the transfer directly")
 		lab.Part("broken: a ledger that does not know the key")
 		lab.Intent("Ada's ₦10,000 tap", 1, 2, 1_000_000, 1).ShownBroken()
-		r, err := api("tap-ledger-000000001", adaPaysBola, false)
+		call := api.Call{UserID: 1, Key: "tap-ledger-000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
+		r := server.Send(ctx, call)
+		lab.Reply(r, "Ada's ₦10,000 to Bola, through the API and its key store: %d %s", r.Status, transferLabel(r.Body))
+		resent, err := resendJob(ctx, lab, call.Key, adaPaysBola, false)
 		lab.Must(err)
-		lab.Reply(r, "the API, through the key store: %d %s", r.Status, transferLabel(r.Body))
-		resent, err := resendJob(ctx, lab, "tap-ledger-000000001", adaPaysBola, false)
-		lab.Must(err)
-		lab.Reply(resent, "the resend job, around the key store: %d %s", resent.Status, transferLabel(resent.Body))
+		lab.Reply(resent, "the same request, sent again by the resend job around the key store: %d %s", resent.Status, transferLabel(resent.Body))
 
 		lab.Part("safe: the ledger row carries the key, unique")
+		stamp = true
 		const fiveK = `{"from": 1, "to": 2, "amountKobo": 500000}`
 		lab.Intent("Ada's ₦5,000 tap", 1, 2, 500_000, 1)
-		r, err = api("tap-ledger-000000002", fiveK, true)
-		lab.Must(err)
-		lab.Reply(r, "the API, through the key store: %d %s", r.Status, transferLabel(r.Body))
-		_, err = resendJob(ctx, lab, "tap-ledger-000000002", fiveK, true)
+		call = api.Call{UserID: 1, Key: "tap-ledger-000000002", Body: []byte(fiveK), Now: lab.Clock.Now()}
+		r = server.Send(ctx, call)
+		lab.Reply(r, "Ada's ₦5,000 to Bola, through the API and its key store: %d %s", r.Status, transferLabel(r.Body))
+		_, err = resendJob(ctx, lab, call.Key, fiveK, true)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
 			return fmt.Errorf("the ledger should have refused the resend, got %w", gotten(err))
 		}
-		lab.Say("the resend job, around the key store: %s", pgErr.Message)
+		lab.Say("the same request, sent again by the resend job around the key store: %s", pgErr.Message)
 		lab.Say("  (SQLSTATE %s: the resend's transaction rolled back, transfer and all)", pgErr.Code)
 		lab.Balances(ctx, "")
 		return nil
@@ -85,10 +88,20 @@ func ledgerTransfer(ctx context.Context, tx pgx.Tx, key, body string, stamp bool
 // resendJob is BROKEN ON PURPOSE: a second code path that sends a request
 // again straight to the transfer, without asking the key store.
 func resendJob(ctx context.Context, lab *lab.Lab, key, body string, stamp bool) (idem.Response, error) {
+	var r struct{ From, To, AmountKobo int64 }
+	lab.Must(json.Unmarshal([]byte(body), &r))
+	lab.Arrow("resend job", postgres, fmt.Sprintf("BEGIN; transfer %s %d→%d; COMMIT", bank.Naira(r.AmountKobo), r.From, r.To), "")
 	var resp idem.Response
 	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
 		resp, err = ledgerTransfer(ctx, tx, key, body, stamp)
 		return err
 	})
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		lab.Arrow(postgres, "resend job", "refused: "+pgErr.Code+", the key is on a ledger row already: ROLLBACK", "refused")
+	case err == nil:
+		lab.Arrow(postgres, "resend job", "committed: "+transferLabel(resp.Body), "")
+	}
 	return resp, err
 }

@@ -25,9 +25,8 @@ var LostResponse = &lab.Scenario{
 		lab.LedgerAgrees: "both transfers are recorded, so the books agree",
 	},
 	Explain: map[string]string{
-		"retry after a lost response": `The "network" delivers each attempt to the server, which commits; the
-first response is then lost. To the phone a lost response, a request that
-never arrived and one that failed all look the same.
+		"retry after a lost response": `The "network" delivers each attempt to the server, which commits; the first response is then lost.
+To the phone a lost response, a request that never arrived and one that failed all look the same.
 
  phone                       server                         database
    |  POST /transfers  ------->   |                               |
@@ -51,6 +50,7 @@ never arrived and one that failed all look the same.
 		server.LoseNext(1) // committed; the answer never reaches the phone
 
 		lab.Step("retry after a lost response")
+		lab.Say("Ada taps Send once: ₦10,000 to Bola. The server makes the transfer, and its answer is lost on the way back; the app times out and retries the same request")
 		for attempt := 1; attempt <= 3; attempt++ {
 			r, err := server.Handle(ctx, api.Call{UserID: 1, Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
 			if errors.Is(err, errLostResponse) {

@@ -17,10 +17,12 @@ var MemoryKeys = &lab.Mistake{
 	Summary: "keys in a map in memory",
 	Happens: "lost on restart, and not shared with the other copies of the server",
 	Fix:     "keys in PostgreSQL, shared by every copy of the server and kept across restarts",
+	Why:     "a key kept in one process's memory is gone when that process restarts, and another copy of the server, behind the same load balancer, never had it. The retry finds no key, and the transfer is made again.",
+	Holds:   "the keys are rows in PostgreSQL, which outlive any server process and are read by every copy: the retry finds the key completed and gets the stored answer.",
 	Blind:   twiceBlind,
 	Explain: map[string]string{
-		"the server restarts":      "bank serve loses the first response; during the client's backoff the server restarts.",
-		"two copies of the server": "Two bank serve processes on two ports share the bank; the retry goes to the other one.",
+		"the server restarts":      "A real bank serve process makes Ada's ₦10,000 transfer and loses its answer; while the app waits to retry, the server restarts.",
+		"two copies of the server": "Two bank serve processes on two ports share the bank, as copies behind a load balancer do. The first makes Ada's ₦5,000 transfer and loses its answer; the retry goes to the other copy.",
 	},
 	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		mode := []string{}
@@ -43,10 +45,12 @@ var MemoryKeys = &lab.Mistake{
 			return nil
 		}
 		sendAndShow(ctx, lab, app, adaPaysBola)
+		lab.Say("transfers of ₦10,000 the bank made for this one tap: %d", lab.Count(ctx, "SELECT count(*) FROM transfers WHERE amount_kobo = 1000000"))
 
 		lab.Step("two copies of the server")
 		one := lab.Serve(ctx, append(mode, "--lose-responses", "1")...)
 		two := lab.Serve(ctx, mode...)
+		lab.Lane(two.Addr, "other copy")
 		app = lab.Phone(one.Addr)
 		app.Sleep = func(context.Context, time.Duration) error {
 			app.BaseURL = two.Addr
@@ -54,6 +58,7 @@ var MemoryKeys = &lab.Mistake{
 			return nil
 		}
 		sendAndShow(ctx, lab, app, `{"from": 1, "to": 2, "amountKobo": 500000}`)
+		lab.Say("transfers of ₦5,000 the bank made for this one tap: %d", lab.Count(ctx, "SELECT count(*) FROM transfers WHERE amount_kobo = 500000"))
 		lab.Balances(ctx, "")
 		return nil
 	},

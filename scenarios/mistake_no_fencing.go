@@ -18,6 +18,8 @@ var NoFencing = &lab.Mistake{
 	Summary: "a lock expiry but no fencing token",
 	Happens: "a slow server and the retry that took over both commit their transfer",
 	Fix:     "storing the response needs the current lock id; the slow server's transaction rolls back",
+	Why:     "server A's lock expired while it was only slow, and a retry took the key over and made the transfer. When A wakes up it stores its answer without checking that the lock is still its own, so its transfer commits too.",
+	Holds:   "each claim gets its own lock id, the fencing token, and storing the answer needs the current one: A's lock id no longer matches, the store refuses, and A's whole transaction, its transfer included, rolls back.",
 	Blind:   twiceBlind,
 	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
@@ -35,6 +37,7 @@ var NoFencing = &lab.Mistake{
 		}
 		A, B := lab.Server("server A", a), lab.Server("server B", b)
 		lab.Step("a slow server and a takeover")
+		lab.Say("Ada's ₦10,000 to Bola reaches server A, which claims its key: a lock of 30 s. A stalls; the app's retry reaches server B at 31 s, when the lock has expired")
 		held := lab.Hold(slow, func() (idem.Response, error) {
 			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})

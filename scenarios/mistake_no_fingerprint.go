@@ -18,6 +18,8 @@ var NoFingerprint = &lab.Mistake{
 	Summary: "ignoring the request fingerprint",
 	Happens: "a key reused for a different amount is told the earlier transfer succeeded",
 	Fix:     "the request's fingerprint is stored with the key; a different request gets 422",
+	Why:     "the server replays whatever answer is stored under the key without comparing the request with the one that stored it. The key sent again with ₦50,000 instead of ₦10,000 gets the ₦10,000 transfer's 201, and the app believes a ₦50,000 transfer was made.",
+	Holds:   "a fingerprint (a hash of the request, its JSON keys sorted) is stored with the key; a request with another fingerprint is refused with 422 idempotency_key_reused, and nothing is replayed to it.",
 	Blind:   falseBlind,
 	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lies := 0
@@ -29,6 +31,7 @@ var NoFingerprint = &lab.Mistake{
 		}
 		server := lab.Server("server", h)
 		lab.Step("one key, two amounts")
+		lab.Say("Ada's app sends ₦10,000 to Bola under the key tap-2026-09-24-0001, then, by a bug, ₦50,000 under the same key:")
 		for _, body := range []string{adaPaysBola, `{"from": 1, "to": 2, "amountKobo": 5000000}`} {
 			r := server.Send(ctx, api.Call{UserID: 1, Key: "tap-2026-09-24-0001", Body: []byte(body), Now: lab.Clock.Now()})
 			if strings.HasSuffix(body, ": 5000000}") && r.Status/100 == 2 {

@@ -17,6 +17,8 @@ var NoLockExpiry = &lab.Mistake{
 	Summary: "a lock with no expiry",
 	Happens: "one crash blocks that key for ever: the user can never complete that transfer",
 	Fix:     "the lock expires (30 s) and a retry takes the key over",
+	Why:     "server A claimed the key and crashed before its transfer committed. Nothing ever ends its claim: every retry finds the key in progress and is told 409, for ever.",
+	Holds:   "the claim is a lock that expires (30 s here): a retry after that takes the key over, with a new lock id, and makes the transfer.",
 	Blind:   neverBlind,
 	Steps: crashStory(wrong.NoExpiry, "the server crashes holding the key",
 		func(crash func(context.Context)) api.Hooks { return api.Hooks{AfterClaim: crash} },

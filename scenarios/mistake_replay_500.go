@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
@@ -19,25 +18,28 @@ var Replay500 = &lab.Mistake{
 	Summary: "replaying stored 500s",
 	Happens: "a temporary outage becomes a permanent failure for that key",
 	Fix:     "an unexpected error releases the key; the retry runs and succeeds",
+	Why:     "a 500 says the server failed, not that the request was wrong. Stored under the key as if it were the answer, it is replayed to every retry: the transfer can never be made with this key, long after the outage is over.",
+	Holds:   "an unexpected error releases the key (its row is deleted) instead of storing an answer, so the retry after the outage claims the key again and makes the transfer. Only final answers, a success or a refusal, are stored and replayed.",
 	Blind:   neverBlind,
 	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
-		server := lab.Session(ctx, "SET lock_timeout = '200ms'")
-		var h api.Handler = &api.Transfers{DB: server, Keys: lab.Keys(&idem.Store{})}
+		session := lab.Session(ctx, "SET lock_timeout = '200ms'")
+		var h api.Handler = &api.Transfers{DB: session, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &wrong.StoredKeys{DB: server, Mistake: wrong.Replay500}
+			h = &wrong.StoredKeys{DB: session, Mistake: wrong.Replay500}
 		}
-		h = lab.Server("server", h)
+		var failed error
+		server := lab.Server("server", answersErrors(h, &failed))
 		send := func(label string) {
-			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: "outage-key-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
-			if err != nil {
-				r = idem.Problem(http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
-			}
+			r := server.Send(ctx, api.Call{UserID: 1, Key: "outage-key-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
 			lab.Reply(r, "%s: %d %s%s", label, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 		}
 		lab.Step("a brief outage")
+		lab.Say("Ada's app sends ₦10,000 to Bola, and tries again with the same key after a failure")
 		release := lab.HoldRow(ctx, 1)
-		lab.Say("a maintenance job holds Ada's account row")
+		var timeout string
+		lab.Must(session.QueryRow(ctx, "SHOW lock_timeout").Scan(&timeout))
+		lab.Say("a maintenance job holds Ada's account row; the server waits %s for a row lock, then gives up and answers 500", timeout)
 		send("attempt 1")
 		release()
 		lab.Say("the outage is over")

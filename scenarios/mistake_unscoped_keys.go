@@ -17,7 +17,12 @@ var UnscopedKeys = &lab.Mistake{
 	Summary: "keys not scoped to the user",
 	Happens: "another user sending the same key string gets the first user's stored response",
 	Fix:     "keys stored under (user, key): Bola's key is his own",
+	Why:     "keys are looked up by their string alone. Bola happens to send the string Ada used, so the server finds Ada's completed key and replays her answer to him: he is shown her transfer, and his own is never made.",
+	Holds:   "the server looks a key up by user and key string together, so Bola's request finds no key of his: it is claimed, run and answered as his own.",
 	Blind:   neverBlind,
+	Explain: map[string]string{
+		"two users, one key string": "Ada sends ₦10,000 to Bola; then Bola sends ₦1,000 to Ada, his app having made the same key string.",
+	},
 	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's ₦10,000", 1, 2, 1_000_000, 1)
 		lab.Intent("Bola's ₦1,000", 2, 1, 100_000, 1).BrokenIf(broken)

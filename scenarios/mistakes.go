@@ -74,6 +74,11 @@ func crashStory(mistake wrong.LockMistake, step string, at func(crash func(conte
 			retry = &wrong.LeakyStore{DB: lab.DB, Mistake: mistake, TTL: 30 * time.Second}
 		}
 		lab.Step(step)
+		lock := "which locks the key for 30 s: until the lock expires, no other request may take the key over"
+		if broken && mistake == wrong.NoExpiry {
+			lock = "which locks the key with no expiry: no other request may ever take it over"
+		}
+		lab.Say("Ada's ₦10,000 to Bola reaches server A, %s; the app retries through server B", lock)
 		return crashThenRetry(ctx, lab, first, retry, retries...)
 	}
 }

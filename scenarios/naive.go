@@ -23,6 +23,7 @@ var Naive = &lab.Scenario{
 		"three statements": "Debit Ada, credit account 99 (a typo: it does not exist), record the transfer.\nEach statement commits on its own.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
+		lab.Say("Ada sends ₦10,000 to account 99, a typo: there is no account 99. Three statements, each committed on its own: debit Ada, credit account 99, record the transfer")
 		lab.Balances(ctx, "before:")
 		lab.Intent("Ada's ₦10,000 to account 99", 1, 99, 1_000_000, 0)
 

@@ -2,11 +2,13 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/bank"
+	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
 )
@@ -30,7 +32,9 @@ var OneKey = &lab.Scenario{
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		rail := lab.Rail()
-		keys := &idem.Store{}
+		keys := lab.Keys(&idem.Store{})
+		lab.Say("Ada pays money out to accounts at other banks: the bank debits her and sends the money through a rail, the network that moves money between banks, which names each payment by a reference")
+		var total int64
 		for _, c := range []struct {
 			part       string
 			amount     int64
@@ -47,34 +51,37 @@ var OneKey = &lab.Scenario{
 			rail.LoseAnswers(c.lose)
 			rail.DropRequests(c.drop)
 			body := []byte(fmt.Sprintf(`{"from": 1, "amountKobo": %d, "reference": %q}`, c.amount, ref))
-			pay := func() (idem.Response, error) {
-				req := idem.Request{UserID: 1, Key: key, Method: "POST", Path: "/payouts", Body: body, Now: lab.Clock.Now()}
+			server := lab.Server("server", api.HandlerFunc(func(ctx context.Context, call api.Call) (idem.Response, error) {
+				req := idem.Request{UserID: call.UserID, Key: call.Key, Method: "POST", Path: "/payouts", Body: call.Body, Now: call.Now}
 				return keys.Do(ctx, lab.DB, req, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
+					lab.Say("the API claims the key; the payout's ledger row gets reference %s, made from the key", ref)
 					res, err := bank.Payout(ctx, tx, rail, 1, c.amount, ref, 3)
 					if err != nil {
 						return idem.Response{}, err
 					}
-					lab.Say("the API claims the key; the payout's ledger row gets reference %s", ref)
 					switch {
 					case res.Enquiries == 0:
 						lab.Say("the bank calls the rail with %s: paid", ref)
 					case res.Attempts == 1:
-						lab.Say("the bank calls the rail with %s: no answer; a status enquiry finds it, so no second call", ref)
+						lab.Say("the bank calls the rail with %s: no answer; a status enquiry (asking the rail whether it has that reference) finds it, so no second call", ref)
 					default:
-						lab.Say("the bank calls the rail with %s: no answer; a status enquiry does not find it,", ref)
-						lab.Say("  so it calls again with the same reference: %d calls, paid", res.Attempts)
+						lab.Say("the bank calls the rail with %s: no answer; a status enquiry (asking the rail whether it has that reference) does not find it, so it calls again with the same reference: %d calls, paid", ref, res.Attempts)
 					}
 					return idem.Response{Status: 201, Body: []byte(fmt.Sprintf(`{"reference": %q, "paid": true}`, ref))}, nil
 				})
+			})).At("/payouts")
+			call := api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.Now()}
+			server.LoseNext(1)
+			if _, err := server.Handle(ctx, call); !errors.Is(err, errLostResponse) {
+				return fmt.Errorf("the API's first answer should have been lost, got %w", gotten(err))
 			}
-			_, err := pay()
-			lab.Must(err)
 			lab.Say("the API's answer is lost on the way to the phone")
-			r, err := pay()
-			lab.Must(err)
+			r := server.Send(ctx, call)
 			lab.Reply(r, "the app retries with the same key: %d%s %s", r.Status, replayedNote(r.Replayed), r.Body)
 			lab.Say("the rail paid %s %s", ref, bank.Times(rail.Payments(ref)))
+			total += c.amount
 		}
+		lab.Say("%s left the bank through the rail, so its total is now %s less", bank.Naira(total), bank.Naira(total))
 		lab.Balances(ctx, "")
 		return nil
 	},

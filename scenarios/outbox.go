@@ -27,7 +27,7 @@ var Outbox = &lab.Scenario{
 	Explain: map[string]string{
 		"broken: send inside the transaction": "The SMS is sent before COMMIT. The app's connection then dies, and the transfer rolls back.",
 		"broken: send after the commit":       "The transfer commits, then the server dies before it sends the SMS.",
-		"safe: the outbox":                    "Transfer and outbox row commit together. Worker 1 sends, then its connection dies before\nit marks the row sent; worker 2 sends again with the same key.",
+		"safe: the outbox":                    "Transfer and outbox row commit together. Worker 1 sends, then its connection dies before it marks the row sent; worker 2 sends again with the same key.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		sms := lab.SMS()
@@ -35,6 +35,7 @@ var Outbox = &lab.Scenario{
 			return func(context.Context) (int, error) { return sms.Count(text), nil }
 		}
 
+		lab.Say("each transfer must also send Ada an SMS, \"You sent ... to Bola\", through an SMS provider; a rollback cannot un-send an SMS")
 		lab.Part("broken: send inside the transaction")
 		lab.Intent("the ₦10,000 transfer whose commit failed", 1, 2, 1_000_000, 0)
 		lab.Effect("the SMS for the failed ₦10,000 transfer", 0, delivered("Ada: You sent ₦10,000 to Bola")).ShownBroken()
@@ -50,6 +51,7 @@ var Outbox = &lab.Scenario{
 		lab.Part("safe: the outbox")
 		lab.Intent("the ₦5,000 transfer", 1, 2, 500_000, 1)
 		lab.Effect("the SMS for the ₦5,000 transfer", 1, delivered("Ada: You sent ₦5,000 to Bola"))
+		lab.Say("the outbox is a table: the transfer's own transaction writes the SMS into it, and a worker, a separate process, sends what it holds, each with the row's id as the provider's idempotency key, and marks it sent")
 		transferOnItsOwn(ctx, lab, bank.Request{From: 1, To: 2, AmountKobo: 500_000}, func(tx pgx.Tx, r bank.Receipt) error {
 			lab.Say("transfer %d (%s to Bola) and its outbox message committed together", r.TransferID, bank.Naira(r.AmountKobo))
 			return bank.Notice(ctx, tx, r)

@@ -27,7 +27,7 @@ var Race = &lab.Scenario{
 	Section:  "Think before you move money: enough money, atomically",
 	Prevents: "a balance below zero from two transfers that both read ₦15,000",
 	Explain: map[string]string{
-		"broken: read, check, then write":            "Two sessions each read Bola's balance, decide, and then debit. Nothing stops both\nfrom reading the same ₦15,000.",
+		"broken: read, check, then write":            "Two sessions each read Bola's balance, decide, and then debit. Nothing stops both from reading the same ₦15,000.",
 		"safe: lock the row, check and debit as one": "bank.Transfer: SELECT ... FOR UPDATE, then UPDATE ... WHERE balance_kobo >= amount.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
@@ -46,18 +46,24 @@ var Race = &lab.Scenario{
 			tx   pgx.Tx
 		}{{"A", txA}, {"B", txB}} {
 			var balance int64
+			lab.Arrow("transfer "+s.name, postgres, "BEGIN; read Bola's balance", "")
 			lab.Must(s.tx.QueryRow(ctx, "SELECT balance_kobo FROM accounts WHERE id = 2").Scan(&balance))
+			lab.Arrow(postgres, "transfer "+s.name, bank.Naira(balance), "")
 			lab.Say("transfer %s reads Bola's balance: %s; sending Ada ₦10,000 is fine", s.name, bank.Naira(balance))
 		}
+		lab.Arrow("transfer A", postgres, "debit Bola ₦10,000, credit Ada, record; COMMIT", "")
 		lab.Must(checkedDebit(ctx, txA))
 		lab.Must(txA.Commit(ctx))
+		lab.Arrow(postgres, "transfer A", "committed", "")
 		lab.Say("transfer A debits ₦10,000 and commits: Bola has %s", bolaHas(ctx, lab))
+		lab.Arrow("transfer B", postgres, "debit Bola ₦10,000", "")
 		err := checkedDebit(ctx, txB)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
 			return fmt.Errorf("the second debit should have been refused, got %w", gotten(err))
 		}
 		txB.Rollback(ctx)
+		lab.Arrow(postgres, "transfer B", "refused: "+pgErr.Code+", the CHECK on the balance: ROLLBACK", "refused")
 		lab.Say("transfer B debits ₦10,000 too, which would leave %s: %s", bank.Naira(balanceOf(ctx, lab, 2)-1_000_000), pgErr.Message)
 		lab.Say("  (SQLSTATE %s: the CHECK constraint is the last line of defence)", pgErr.Code)
 
@@ -66,24 +72,30 @@ var Race = &lab.Scenario{
 		lab.Say("Ada tops Bola up with ₦10,000 again: Bola has %s; the same two transfers run", bolaHas(ctx, lab))
 		txA, txB = begin(ctx, lab, a), begin(ctx, lab, b)
 		bolaPaysAda := []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`)
+		lab.Arrow("transfer A", postgres, "BEGIN; lock Bola's row (FOR UPDATE); debit if ₦10,000 is there", "")
 		first, err := api.Transfer(ctx, txA, 2, bolaPaysAda)
 		lab.Must(err)
+		lab.Arrow(postgres, "transfer A", "debited: "+transferLabel(first.Body)+", not committed", "")
 		lab.Say("transfer A locks Bola's row and debits: %d %s, not yet committed", first.Status, transferLabel(first.Body))
 		type result struct {
 			resp idem.Response
 			err  error
 		}
 		second := make(chan result, 1)
+		lab.Arrow("transfer B", postgres, "BEGIN; lock Bola's row (FOR UPDATE)", "")
 		lab.Go(func() {
 			resp, err := api.Transfer(ctx, txB, 2, bolaPaysAda)
 			second <- result{resp, err}
 		})
 		lab.WaitBlocked(ctx, b, a)
+		lab.Arrow(postgres, "transfer B", "wait: A holds Bola's row", "in-progress")
 		lab.Say("transfer B waits for Bola's row (pg_blocking_pids shows B blocked by A)")
+		lab.Arrow("transfer A", postgres, "COMMIT", "")
 		lab.Must(txA.Commit(ctx))
 		r := <-second
 		lab.Must(r.err)
 		lab.Must(txB.Commit(ctx))
+		lab.Arrow(postgres, "transfer B", fmt.Sprintf("A committed; B reads the new balance: %d %s", r.resp.Status, transferLabel(r.resp.Body)), "refused")
 		lab.Reply(r.resp, "A commits; B runs on the new balance: %d %s", r.resp.Status, transferLabel(r.resp.Body))
 		lab.Balances(ctx, "")
 		return nil

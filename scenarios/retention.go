@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,73 +15,126 @@ import (
 // Keys cannot be kept for ever, so a clean-up job deletes old ones. It may
 // delete completed keys and in-progress keys whose lock has expired, never
 // one whose lock is still valid. And a retry that comes after its key was
-// deleted is a new request: here Ada's phone, offline for a day, retries
-// after 25 hours. With a 48-hour window the retry is replayed; with a
-// 24-hour window the same retry moves her money a second time. The
-// window must outlast every realistic retry.
+// deleted is a new request. Here a phone that never saw its answer comes
+// back 25 hours later, three times: with keys kept 24 hours (the usual
+// choice) the retry moves the money a second time; with 48 hours it is
+// replayed; and keys kept 30 days (the outline's longest) cover a phone
+// that stays off for ten days. The window must outlast every realistic
+// retry.
 var Retention = &lab.Scenario{
 	Name:    "retention",
 	Summary: "old keys are deleted; a retry that outlives its key moves money again",
 	Section: "Key retention",
-	Fix:     "keeping keys longer than the longest retry, as the 48-hour clean-up above did",
+	Fix:     "keeping keys longer than the longest retry, as the 48-hour and 30-day parts above did",
 	Blind:   twiceBlind,
 	Explain: map[string]string{
-		"day one":      "Two intents complete; their phones never see the answers.",
-		"next day":     "25 hours later: a key in progress whose lock a retry took over seconds ago, and the clean-up.",
-		"late retries": "The phones come back online and retry with their keys.",
-		"keys kept 30 days, for a phone that stays off for days": "A phone off for ten days, and a clean-up that keeps 30 days of keys.",
+		"broken: keys kept 24 hours, a retry 25 hours late": "24 hours is the usual choice. Ada's answer is lost and her phone goes offline for a day; meanwhile the nightly clean-up runs.",
+		"safe: keys kept 48 hours, the same late retry":     "The same story for Bola, with the clean-up keeping keys 48 hours: longer than his phone stays offline.",
+		"safe: keys kept 30 days, a phone off for ten days": "Some phones stay off for days: the clean-up keeps keys 30 days, the longest the outline suggests.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
-		ada := api.Call{UserID: 1, Key: "ada-offline-0000000001", Body: []byte(adaPaysBola)}
-		bola := api.Call{UserID: 2, Key: "bola-offline-000000001", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
 		lab.Intent("Ada's ₦10,000 intent", 1, 2, 1_000_000, 1).ShownBroken()
 		lab.Intent("Bola's ₦1,000 intent", 2, 1, 100_000, 1)
-		send := func(who string, c api.Call) {
+		lab.Intent("Bola's ₦500 intent", 2, 1, 50_000, 1)
+		at := func() string { return lab.Clock.Now().Format("Jan 2 15:04") }
+		// lost: the tap's transfer is made, and its answer lost on the way.
+		lost := func(who string, c api.Call) {
+			c.Now = lab.Clock.Now()
+			h.LoseNext(1)
+			r, err := h.Handle(ctx, c)
+			if !errors.Is(err, errLostResponse) {
+				lab.Must(fmt.Errorf("the answer should have been lost, got %w", gotten(err)))
+			}
+			lab.Say("%s %s: the bank answers %d %s, but the answer is lost on the way and the phone goes offline", at(), who, r.Status, transferLabel(r.Body))
+		}
+		retry := func(who string, c api.Call) {
 			c.Now = lab.Clock.Now()
 			r := h.Send(ctx, c)
-			lab.Reply(r, "%s %s: %d %s%s", lab.Clock.Now().Format("Jan 2 15:04"), who, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
+			lab.Reply(r, "%s %s: %d %s%s", at(), who, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 		}
-		// cleanUp deletes the keys older than window: which it deleted,
-		// and which are kept.
-		cleanUp := func(window time.Duration) (deleted, kept string) {
+		// cleanUp deletes the keys older than window, and says which it
+		// deleted and which it kept, each with why.
+		cleanUp := func(window string, d time.Duration) {
 			now := lab.Clock.Now()
-			gone, err := idem.Prune(ctx, lab.DB, now.Add(-window), now)
+			why := keyStates(ctx, lab, now)
+			gone, err := idem.Prune(ctx, lab.DB, now.Add(-d), now)
 			lab.Must(err)
-			return list(gone), list(keys(ctx, lab))
+			deleted := make([]string, len(gone))
+			for i, k := range gone {
+				deleted[i] = k + " (" + why[k] + ")"
+			}
+			var kept []string
+			for _, k := range keys(ctx, lab) {
+				kept = append(kept, k+" ("+why[k]+")")
+			}
+			lab.Say("%s the clean-up, keeping keys %s: deleted %s; kept %s", at(), window, list(deleted), list(kept))
 		}
+		ada := api.Call{UserID: 1, Key: "ada-offline-0000000001", Body: []byte(adaPaysBola)}
+		bola := api.Call{UserID: 2, Key: "bola-offline-000000001", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
+		bola2 := api.Call{UserID: 2, Key: "bola-offline-000000002", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 50000}`)}
+		lab.Say("the bank keeps each idempotency key, with its stored answer, for a while; then a clean-up job deletes it. It may delete a completed key, or one in progress whose lock has expired, never one whose lock is still valid. A retry that comes after its key was deleted looks like a new request")
 
-		lab.Step("day one")
+		lab.Part("broken: keys kept 24 hours, a retry 25 hours late")
 		lab.Clock.At(0)
-		send("Ada's key (₦10,000 to Bola)", ada)
-		send("Bola's key (₦1,000 to Ada)", bola)
-
-		lab.Step("next day")
+		lost("Ada's tap, ₦10,000 to Bola", ada)
 		now := lab.Clock.At(25 * time.Hour)
 		lab.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
 			VALUES (3, 'chidi-slow-000000000001', 'h', 'in_progress', 'taken-over', $1, $2)`, now.Add(20*time.Second), now.Add(-30*time.Hour))
-		lab.Say("Chidi's key: a request of his still in progress since yesterday, its lock taken over 10 s ago by a retry (the clean-up must not delete it)")
-		deleted, kept := cleanUp(48 * time.Hour)
-		lab.Say("clean-up, keeping 48 h: deleted %s; kept %s", deleted, kept)
-		lab.Step("late retries")
-		send("Bola's phone retries", bola)
-		deleted, kept = cleanUp(24 * time.Hour)
-		lab.Say("clean-up, keeping 24 h: deleted %s; kept %s", deleted, kept)
-		send("Ada's phone retries", ada)
+		lab.Say("%s Chidi's key: his request has been in progress since %s; a retry took its lock over 10 s ago, so it is valid 20 s more", at(), now.Add(-30*time.Hour).Format("Jan 2 15:04"))
+		cleanUp("24 h", 24*time.Hour)
+		retry("Ada's phone is back and retries", ada)
+		lab.Say("her key was deleted before her retry came, so the bank took the retry for a new request: a second ₦10,000 left her account")
 
-		// The outline keeps keys from 24 hours to 30 days: the longer end
-		// covers a phone that stays off for days.
-		lab.Part("keys kept 30 days, for a phone that stays off for days")
-		bola2 := api.Call{UserID: 2, Key: "bola-offline-000000002", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 50000}`)}
-		lab.Intent("Bola's ₦500 intent", 2, 1, 50_000, 1)
-		send("Bola's key (₦500 to Ada)", bola2)
-		lab.Clock.At(25*time.Hour + 10*24*time.Hour)
-		deleted, kept = cleanUp(30 * 24 * time.Hour)
-		lab.Say("ten days on, clean-up keeping 30 days: deleted %s; kept %s", deleted, kept)
-		send("Bola's phone, off for ten days, retries", bola2)
+		lab.Part("safe: keys kept 48 hours, the same late retry")
+		lab.Clock.At(49 * time.Hour)
+		lost("Bola's tap, ₦1,000 to Ada", bola)
+		lab.Clock.At(74 * time.Hour)
+		cleanUp("48 h", 48*time.Hour)
+		retry("Bola's phone is back and retries", bola)
+
+		lab.Part("safe: keys kept 30 days, a phone off for ten days")
+		lost("Bola's tap, ₦500 to Ada", bola2)
+		lab.Clock.At(74*time.Hour + 10*24*time.Hour)
+		cleanUp("30 days", 30*24*time.Hour)
+		retry("Bola's phone, off for ten days, retries", bola2)
 		lab.Balances(ctx, "")
 		return nil
 	},
+}
+
+// keyStates says, for each key the bank holds, what the clean-up looks
+// at: completed or in progress (and its lock), and its age.
+func keyStates(ctx context.Context, lab *lab.Lab, now time.Time) map[string]string {
+	rows, err := lab.DB.Query(ctx, "SELECT key, status, locked_until, created_at FROM idempotency_keys ORDER BY key")
+	lab.Must(err)
+	states := map[string]string{}
+	for rows.Next() {
+		var key, status string
+		var until *time.Time
+		var created time.Time
+		lab.Must(rows.Scan(&key, &status, &until, &created))
+		state := "completed"
+		switch {
+		case status != "in_progress":
+		case until != nil && until.After(now):
+			state = "in progress, lock valid"
+		default:
+			state = "in progress, lock expired"
+		}
+		states[key] = state + ", " + age(now.Sub(created)) + " old"
+	}
+	lab.Must(rows.Err())
+	return states
+}
+
+// age is a key's age as a clean-up line says it: hours, or whole days
+// from three days on.
+func age(d time.Duration) string {
+	if d >= 72*time.Hour {
+		return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+	}
+	return human(d)
 }
 
 // keys are the idempotency keys the bank holds, in order.

@@ -29,6 +29,7 @@ var RetrySafe = &lab.Scenario{
 		intent := api.Call{UserID: 1, Key: lab.NewKey(), Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
 
 		lab.Step("retry with one key")
+		lab.Say("the same tap and lost answer, now with an idempotency key: an id the app makes once, when Ada taps Send, and sends with every retry. The server stores its answer under the key, in the transfer's own transaction")
 		for attempt := 1; attempt <= 3; attempt++ {
 			resp, err := server.Handle(ctx, intent)
 			if errors.Is(err, errLostResponse) {

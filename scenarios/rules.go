@@ -42,6 +42,7 @@ var Rules = &lab.Scenario{
 		lab.Intent("too much", 2, 1, 9_000_000, 0)
 
 		lab.Step("seven requests")
+		lab.Say("seven requests, each in its own transaction. Accounts: 1 Ada's, 2 Bola's, 3 Chidi's (frozen); there is no account 99. Amounts are in kobo: 100 kobo = ₦1")
 		for _, r := range requests {
 			var resp idem.Response
 			err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {

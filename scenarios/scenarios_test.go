@@ -16,6 +16,7 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
 	"github.com/zudojs/bank/scenarios/render"
@@ -99,6 +100,7 @@ func TestGolden(t *testing.T) {
 			golden(t, filepath.Join(goldenDir, sc.Name+".golden"), first)
 			checkWidth(t, first)
 			explained(t, sc.Explain, r1)
+			drawnAsTold(t, r1)
 			golden(t, filepath.Join("../testdata/diagrams", sc.Name+".golden"), drawn(r1))
 			checkWidth(t, drawn(r1))
 		})
@@ -119,6 +121,8 @@ func TestMistakesGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				explained(t, m.Explain, rec)
+				drawnAsTold(t, rec)
+				mistakeExplained(t, m, rec)
 				return out.String(), v, drawn(rec)
 			}
 			first, v, d1 := runOnce()
@@ -161,6 +165,93 @@ func explained(t *testing.T, notes map[string]string, rec *render.Recorder) {
 	for title := range notes {
 		if !taken[title] {
 			t.Errorf("an --explain note is keyed %q, but no step has that title", title)
+		}
+	}
+}
+
+// drawnAsTold: a diagram draws what the transcript tells, no more and no
+// less. One fencing is one fenced arrow (the store refusing the answer),
+// however many lines report it; a timeout the phone sees follows an arrow
+// lost on the way (a request dropped, or an answer lost), never an answer
+// that reached the app; and a claim is never locked "until 0 s" (a request
+// sent without the story's clock).
+func drawnAsTold(t *testing.T, rec *render.Recorder) {
+	t.Helper()
+	for _, r := range rec.Runs {
+		fenced, fencings := 0, 0
+		var atApp *lab.Event // the last arrow to or from the app
+		for _, e := range r.Events {
+			switch e.Kind {
+			case "message":
+				if e.Mark == "fenced" {
+					fenced++
+				}
+				if strings.Contains(e.Text, "locked until 0 s") {
+					t.Errorf("%s: %q: a claim locked until the clock's start (a call without Now)", r.Scenario.Name, e.Text)
+				}
+				if e.To == lab.ActorApp || e.From == lab.ActorApp {
+					atApp = &e
+				}
+			case "line", "response":
+				if strings.Contains(e.Text, idem.ErrLockLost.Error()) {
+					fencings++
+				}
+				if strings.Contains(e.Text, lab.ErrLostResponse.Error()) && (atApp == nil || atApp.Mark != "lost") {
+					got := "no arrow"
+					if atApp != nil {
+						got = fmt.Sprintf("%q", atApp.Text)
+					}
+					t.Errorf("%s: the phone sees %q, but the diagram's last arrow at the app is %s, not one lost on the way", r.Scenario.Name, e.Text, got)
+				}
+			}
+		}
+		if fenced != fencings {
+			t.Errorf("%s: %d fencings told, %d fenced arrows drawn", r.Scenario.Name, fencings, fenced)
+		}
+	}
+}
+
+// mistakeExplained: --explain says, under each half's title, why the
+// mistake does its damage and what the fix is (the broken half), and why
+// the fix holds (the fixed half).
+func mistakeExplained(t *testing.T, m *lab.Mistake, rec *render.Recorder) {
+	t.Helper()
+	if m.Why == "" || m.Holds == "" || m.Fix == "" {
+		t.Fatalf("%s: a mistake needs Why, Fix and Holds, for --explain", m.Name)
+	}
+	var b bytes.Buffer
+	text := render.Text(&b, render.Options{Explain: true, Width: -1})
+	for _, r := range rec.Runs {
+		render.Replay(r, text)
+	}
+	for _, want := range []string{"why it goes wrong: " + m.Why, "the fix, in the second half: " + m.Fix, "why it holds: " + m.Holds} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s --explain does not say %q", m.Name, want)
+		}
+	}
+}
+
+// TestNotesAreWholeSentences: each line of a step's note is whole
+// sentences (a line is folded to the terminal on its own, so a sentence
+// cut in two reads as two broken lines), or part of a drawing.
+func TestNotesAreWholeSentences(t *testing.T) {
+	notes := map[string]map[string]string{}
+	for _, sc := range scenarios.All {
+		notes[sc.Name] = sc.Explain
+	}
+	for _, m := range scenarios.Mistakes {
+		notes[m.Name] = m.Explain
+	}
+	for name, byStep := range notes {
+		for step, note := range byStep {
+			for _, l := range strings.Split(note, "\n") {
+				if l == "" || strings.HasPrefix(l, " ") {
+					continue
+				}
+				if !strings.HasSuffix(l, ".") && !strings.HasSuffix(l, ":") {
+					t.Errorf("%s, step %q: a note's line does not end a sentence: %q", name, step, l)
+				}
+			}
 		}
 	}
 }

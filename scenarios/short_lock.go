@@ -30,6 +30,7 @@ var ShortLock = &lab.Scenario{
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's ₦10,000 tap (5 s lock)", 1, 2, 1_000_000, 1)
 		lab.Intent("Ada's ₦5,000 tap (30 s lock)", 1, 2, 500_000, 1)
+		lab.Say("a claim locks the key for a set time; once the lock expires a retry may take the key over, and the fencing token (a lock id per claim) then refuses the answer of the server that lost it. The clock is simulated")
 		for _, c := range []struct {
 			part string
 			ttl  time.Duration

@@ -28,38 +28,47 @@ var UnknownOutcome = &lab.Scenario{
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		server := lab.Session(ctx, "SET lock_timeout = '10ms'")
-		handler := lab.Server("server", &api.Transfers{DB: server, Keys: lab.Keys(&idem.Store{})})
+		var failure error // what went wrong on the server, which the phone never hears
+		transfers := &api.Transfers{DB: server, Keys: lab.Keys(&idem.Store{})}
+		handler := lab.Server("server", answersErrors(transfers, &failure))
+		now := lab.Clock.Now()
 		cases := []struct {
 			what string
 			call api.Call
 		}{
-			{"case 1, Ada's ₦1,000 to Bola: the request never arrived", api.Call{UserID: 1, Key: "unknown-never-arrived-1", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 100000}`)}},
-			{"case 2, Ada's ₦2,000 to Bola: it arrived and failed", api.Call{UserID: 1, Key: "unknown-arrived-failed-2", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`)}},
-			{"case 3, Ada's ₦3,000 to Bola: it arrived and succeeded", api.Call{UserID: 1, Key: "unknown-arrived-done-003", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 300000}`)}},
+			{"case 1, Ada's ₦1,000 to Bola: the request never arrived", api.Call{UserID: 1, Key: "unknown-never-arrived-1", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 100000}`), Now: now}},
+			{"case 2, Ada's ₦2,000 to Bola: it arrived and failed", api.Call{UserID: 1, Key: "unknown-arrived-failed-2", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`), Now: now}},
+			{"case 3, Ada's ₦3,000 to Bola: it arrived and succeeded", api.Call{UserID: 1, Key: "unknown-arrived-done-003", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 300000}`), Now: now}},
 		}
 		lab.Intent("case 1's ₦1,000", 1, 2, 100_000, 1)
 		lab.Intent("case 2's ₦2,000", 1, 2, 200_000, 1)
 		lab.Intent("case 3's ₦3,000", 1, 2, 300_000, 1)
 
 		lab.Step("three timeouts")
-		// Case 1: nothing reaches the server.
-		lab.Say("%s; the phone sees: %v", cases[0].what, errLostResponse)
+		lab.Say("three taps, each with its own idempotency key (an id the app makes once per tap and sends with every retry of it), and three timeouts:")
+		// Case 1: the network loses the request; nothing reaches the server.
+		seen := handler.DropRequest(cases[0].call)
+		lab.Say("%s; the phone sees: %v", cases[0].what, seen)
 		// Case 2: a maintenance job holds Ada's row past the server's lock
-		// timeout, so the transfer fails; the answer is lost too.
+		// timeout, so the transfer fails; its answer (a 500) is lost too.
 		release := lab.HoldRow(ctx, 1)
-		_, failed := handler.Handle(ctx, cases[1].call)
-		var pgErr *pgconn.PgError
-		if !errors.As(failed, &pgErr) {
-			return fmt.Errorf("case 2 should have failed on the server, got %w", gotten(failed))
-		}
+		handler.LoseNext(1)
+		_, seen = handler.Handle(ctx, cases[1].call)
 		release()
-		lab.Say("%s; the phone sees: %v", cases[1].what, errLostResponse)
+		var pgErr *pgconn.PgError
+		if !errors.As(failure, &pgErr) || !errors.Is(seen, errLostResponse) {
+			return fmt.Errorf("case 2 should have failed on the server and its answer been lost, got %w and %w", gotten(failure), gotten(seen))
+		}
+		lab.Say("%s; the phone sees: %v", cases[1].what, seen)
 		var timeout string
 		lab.Must(server.QueryRow(ctx, "SHOW lock_timeout").Scan(&timeout))
-		lab.Say("  (on the server: a maintenance job held Ada's account row longer than the server waits for a lock (lock_timeout %s), so PostgreSQL gave up: %q, SQLSTATE %s; the transfer rolled back and the key was released)", timeout, pgErr.Message, pgErr.Code)
+		lab.Say("  (on the server: a maintenance job held Ada's account row longer than the server waits for a lock (lock_timeout %s), so PostgreSQL gave up: %q, SQLSTATE %s; the transfer rolled back, the key was released, and the server's 500 was lost on the way)", timeout, pgErr.Message, pgErr.Code)
 		// Case 3: the transfer commits; its answer is lost on the way.
-		handler.Send(ctx, cases[2].call)
-		lab.Say("%s; the phone sees: %v", cases[2].what, errLostResponse)
+		handler.LoseNext(1)
+		if _, seen = handler.Handle(ctx, cases[2].call); !errors.Is(seen, errLostResponse) {
+			return fmt.Errorf("case 3's answer should have been lost, got %w", gotten(seen))
+		}
+		lab.Say("%s; the phone sees: %v", cases[2].what, seen)
 
 		lab.Step("three retries")
 		for _, c := range cases {
@@ -69,4 +78,18 @@ var UnknownOutcome = &lab.Scenario{
 		lab.Balances(ctx, "")
 		return nil
 	},
+}
+
+// answersErrors serves h as bank serve does: a request that failed
+// unexpectedly is answered 500 internal_error (its key was released), and
+// the error is kept in *failed for the story to say what happened.
+func answersErrors(h api.Handler, failed *error) api.Handler {
+	return api.HandlerFunc(func(ctx context.Context, c api.Call) (idem.Response, error) {
+		r, err := h.Handle(ctx, c)
+		if err != nil {
+			*failed = err
+			return serverError(), nil
+		}
+		return r, nil
+	})
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,7 @@ var Webhook = &lab.Scenario{
 			return lab.Counting("SELECT count(*) FROM deposits WHERE source = $1", source)
 		}
 
+		lab.Say("a payment provider tells the bank that money arrived for a customer by webhook: an HTTP request it sends to the bank, once per event, each event with its own id. It delivers at least once: the same event again, two copies at once, and sometimes a second event, with another id, for the same payment")
 		lab.Part("broken: credit every delivery")
 		lab.Effect("payment pay_77 (₦5,000 to Bola) credited", 1, credits("pay_77")).ShownBroken()
 		broken := func(e providerEvent) (string, error) { return creditEveryDelivery(ctx, lab, e) }
@@ -66,12 +68,16 @@ type providerEvent struct {
 // then a twin event with another id for the same payment.
 func deliverFourWays(ctx context.Context, lab *lab.Lab, handle func(providerEvent) (string, error), id, twin, object string, account, amount int64) {
 	e := providerEvent{id, object, account, amount}
+	what := fmt.Sprintf("%s, %s for %s", object, bank.Naira(amount), holder[account])
+	lab.Arrow(provider, bankLane, fmt.Sprintf("POST %s (%s)", id, what), "")
 	out, err := handle(e)
 	lab.Must(err)
-	lab.Say("delivery 1 of %s (%s, %s): %s", id, object, bank.Naira(amount), out)
+	lab.Arrow(bankLane, provider, "200 "+out, "")
+	lab.Say("delivery 1 of %s (%s): %s", id, what, out)
 	var wg sync.WaitGroup
 	answers := make(chan string, 2)
 	errs := make(chan error, 2)
+	lab.Arrow(provider, bankLane, fmt.Sprintf("POST %s twice, at the same moment", id), "")
 	for range 2 {
 		wg.Add(1)
 		go func() {
@@ -87,11 +93,18 @@ func deliverFourWays(ctx context.Context, lab *lab.Lab, handle func(providerEven
 	for err := range errs {
 		lab.Must(err)
 	}
-	lab.Say("deliveries 2 and 3 of %s, at the same moment: %s", id, lab.Tally(answers))
+	tally := lab.Tally(answers)
+	lab.Arrow(bankLane, provider, "200 "+tally, "")
+	lab.Say("deliveries 2 and 3 of %s, at the same moment: %s", id, tally)
+	lab.Arrow(provider, bankLane, fmt.Sprintf("POST %s (%s again)", twin, object), "")
 	out, err = handle(providerEvent{twin, object, account, amount})
 	lab.Must(err)
-	lab.Say("%s, a second event for %s payment.succeeded: %s", twin, object, out)
+	lab.Arrow(bankLane, provider, "200 "+out, "")
+	lab.Say("%s, a second event (another id) for the same payment %s: %s", twin, object, out)
 }
+
+// The webhook's lanes.
+const provider, bankLane = "payment provider", "bank's webhook"
 
 // creditEveryDelivery is BROKEN ON PURPOSE: it trusts every delivery to
 // be the only one.

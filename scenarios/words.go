@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -59,9 +60,25 @@ var (
 	errLostResponse = lab.ErrLostResponse
 )
 
+// holder is the first name of an account's holder, as a line says it.
+var holder = map[int64]string{1: "Ada", 2: "Bola", 3: "Chidi"}
+
+// The diagrams' lanes for the app (the phone) and PostgreSQL.
+const (
+	phone    = lab.ActorApp
+	postgres = lab.ActorDB
+)
+
 // answer is what the app received, as a response.
 func answer(res client.Result) idem.Response {
 	return idem.Response{Status: res.Status, Replayed: res.Replayed, Body: res.Body}
+}
+
+// serverError is what bank serve answers when a transfer failed for a
+// reason that says nothing about the request (a lock timeout, a lost
+// connection): 500, and the key released for a retry.
+func serverError() idem.Response {
+	return idem.Problem(http.StatusInternalServerError, "internal_error", "the transfer did not happen; retry with the same Idempotency-Key")
 }
 
 // receipt is a transfer's receipt, for a story in which the transfer must

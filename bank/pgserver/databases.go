@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,8 @@ type Clones struct {
 	// On the lab's own server (Throwaway), cloning and dropping happen ahead
 	// and behind, on a session of their own, while scenarios run.
 	aside *aside
+
+	confined atomic.Bool // Confine was called: code the lab did not write had a database
 }
 
 // Database is one scenario's own database.
@@ -412,6 +415,7 @@ func (d *Database) Confine(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("confining %s: %w", d.Name, err)
 	}
 	d.role = role
+	d.c.confined.Store(true)
 	// Its tables (the template's) become the role's too, inside the
 	// database, as the admin.
 	conn, err := connect(ctx, d.URL)
@@ -429,6 +433,14 @@ func (d *Database) Confine(ctx context.Context) (string, error) {
 	u.User = url.UserPassword(role, password)
 	return u.String(), nil
 }
+
+// Role is the role Confine made for the database, or "" before Confine.
+func (d *Database) Role() string { return d.role }
+
+// Confined reports whether Confine was called for any database: whether
+// code the lab did not write has had one of this server's databases (see
+// Server.MeasureAtStop).
+func (c *Clones) Confined() bool { return c.confined.Load() }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 

@@ -10,3 +10,6 @@ func SetJobLimit(d time.Duration) (restore func()) {
 	jobLimit = d
 	return func() { jobLimit = was }
 }
+
+// Usage is usage, for the tests: the space the files below a directory take.
+var Usage = usage

@@ -41,3 +41,7 @@ func safeAncestor(path string, info os.FileInfo) error {
 	}
 	return nil
 }
+
+// allocated is the space a file takes (its blocks, not its length: a
+// fresh WAL segment is sparse).
+func allocated(info os.FileInfo) int64 { return info.Sys().(*syscall.Stat_t).Blocks * 512 }

@@ -91,6 +91,7 @@ type Server struct {
 	password string       // for TCP only
 	slotNote string       // where the slot is, when not where it usually is
 	pm       *procs.Child // the postmaster
+	measure  bool         // Stop measures the whole slot (MeasureAtStop)
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -171,6 +172,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	s.LogPath = s.slot.log
 	reused := s.slot.holds(id)
+	if reused {
+		if why := s.slot.grown(""); why != "" {
+			// A run killed before its Stop could measure the slot.
+			reused = false
+			s.slotNote = strings.TrimPrefix(s.slotNote+"; slot copied afresh: "+why, "; ")
+		}
+	}
 	if !reused {
 		err = s.slot.fill(filepath.Join(home, "base"), id, account)
 	}
@@ -370,12 +378,29 @@ func (s *Server) Restart(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops PostgreSQL and frees the slot. It is safe to call more than
-// once.
+// MeasureAtStop tells Stop that code the lab did not write (a learner's
+// program, statement or server) had this server: Stop then measures the
+// whole slot, data and WAL, not only its WAL, and throws it away if it
+// grew past the bound, so that what the code wrote is not kept in memory
+// for the next run (see slotGrowth). Walking the slot costs 10-15 ms, so
+// a run of the lab's own code does not pay it.
+func (s *Server) MeasureAtStop() { s.measure = true }
+
+// Stop stops PostgreSQL and frees the slot; a slot that grew past its
+// bound (see walBound and MeasureAtStop) is thrown away first, and the
+// next run copies a fresh one. It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		if err := s.halt(fast); err != nil {
 			s.stopErr = fmt.Errorf("stopping PostgreSQL: %w", err)
+		} else {
+			base := ""
+			if s.measure {
+				base = filepath.Join(s.home, "base")
+			}
+			if s.slot.grown(base) != "" {
+				s.slot.discard()
+			}
 		}
 		os.Remove(s.passFile())
 		s.slot.release()

@@ -10,14 +10,15 @@ import (
 
 // Child is a process the lab started from a Spec and controls: it dies
 // with the lab, and the faults the lab injects are verbs on it. For a
-// Group's child the verbs reach its whole group, and whatever left it
-// carrying its mark.
+// Group's child the verbs reach its whole process group, and a Group ends
+// with its program: whatever the program started, and left behind, is
+// killed once it has exited.
 type Child struct {
 	Addr  string // what its ready line announced (StartReady)
 	cmd   *exec.Cmd
-	mark  string // a Group's: the variable every process it starts inherits (see killMarked)
+	group *group // a Group's: what holds its processes (group_*.go)
 	grace time.Duration
-	done  chan struct{} // closed when it has exited
+	done  chan struct{} // closed when it has exited (a Group: with all it started)
 	err   error         // its exit status, once done is closed
 }
 
@@ -37,7 +38,9 @@ func (s *Spec) start(cmd *exec.Cmd) (*Child, error) {
 	}
 	go func() {
 		c.err = cmd.Wait()
-		if c.mark == "" {
+		if c.group != nil {
+			c.groupEnded()
+		} else {
 			reaped(cmd)
 		}
 		close(c.done)
@@ -45,74 +48,54 @@ func (s *Spec) start(cmd *exec.Cmd) (*Child, error) {
 	return c, nil
 }
 
-// startGroup starts cmd as the leader of a group of its own.
-func (c *Child) startGroup(how OnParentDeath) error {
-	cmd := c.cmd
-	// A process that leaves the group (setsid, a daemon) still carries
-	// the group's mark in its environment, where the lab finds it.
-	c.mark = markPrefix + randomHex(8)
-	cmd.Env = append(cmd.Env, c.mark+"=1")
-	cmd.Cancel = func() error { // the context ended: all of them go
-		err := c.signal(sigKill)
-		killMarked(c.mark)
-		return err
+// PID is the child's process id (a Group's: its program's, which leads
+// the process group).
+func (c *Child) PID() int {
+	if c.group != nil {
+		return c.group.leader()
 	}
-	// Only once the group is the watchdog's may the command run, and
-	// start children.
-	return startHeld(cmd, func() (func(), error) { return bindGroup(cmd, how) }, func() error { return startedGroup(cmd, how, c.mark) })
+	return c.cmd.Process.Pid
 }
 
-// PID is the child's process id (a Group's leader's).
-func (c *Child) PID() int { return c.cmd.Process.Pid }
-
-// Exited is closed once the child (a Group's leader) has exited.
+// Exited is closed once the child has exited; a Group's, once its program
+// has exited and whatever it left behind is gone.
 func (c *Child) Exited() <-chan struct{} { return c.done }
 
-// Err is the child's exit status; call it once Exited is closed.
+// Err is the child's exit status (a Group's: its program's); call it once
+// Exited is closed.
 func (c *Child) Err() error { return c.err }
 
 // Kill ends the child at once (SIGKILL), as a crash would, and waits for
-// it. A Group's Kill also ends, after its leader has exited, whatever it
-// left behind.
+// it; a Group's, with everything it started.
 func (c *Child) Kill() {
-	if c.mark == "" {
-		select {
-		case <-c.done:
-		default:
-			c.cmd.Process.Kill()
-			<-c.done
-		}
+	select {
+	case <-c.done:
 		return
+	default:
 	}
-	c.signal(sigKill)
-	killMarked(c.mark)
+	if c.group != nil {
+		c.killGroup()
+	} else {
+		c.cmd.Process.Kill()
+	}
 	<-c.done
-	killMarked(c.mark) // any started as the others died
-	c.forget()
 }
 
 // Stop ends the child the way an orderly restart does (SIGTERM) and
 // waits for it, at most the Spec's StopGrace; then it kills it. It
 // returns how the child ended, or nil if it had ended before. A Group's
-// Stop also kills, once the leader has exited, whatever it left behind.
+// Stop returns once everything the program left behind is gone too.
 func (c *Child) Stop() error {
-	if c.mark == "" {
-		select {
-		case <-c.done:
-			return nil
-		default:
-		}
+	select {
+	case <-c.done:
+		return nil
+	default:
 	}
 	c.signal(sigTerm)
 	timer := time.NewTimer(c.grace)
 	defer timer.Stop()
 	select {
 	case <-c.done:
-		if c.mark != "" {
-			c.signal(sigKill) // anything the leader left behind
-			killMarked(c.mark)
-			c.forget()
-		}
 	case <-timer.C:
 		c.Kill()
 	}

@@ -1,7 +1,5 @@
 package procs
 
-import "os/exec"
-
 type signal int
 
 const (
@@ -13,15 +11,24 @@ const (
 	sigCont
 )
 
-func bindGroup(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
-	return bind(cmd, how)
+// group: on Windows the job object the lab is in ends every process the
+// lab started, whatever it did, when the lab ends; the verbs reach the
+// program itself.
+type group struct{ pid int }
+
+func (g *group) leader() int { return g.pid }
+
+func (c *Child) startGroup(how OnParentDeath) error {
+	if err := start(c.cmd, how); err != nil {
+		return err
+	}
+	c.group = &group{c.cmd.Process.Pid}
+	return nil
 }
 
-func startedGroup(*exec.Cmd, OnParentDeath, string) error { return nil }
+func (c *Child) killGroup() error { return c.cmd.Process.Kill() }
 
-// killMarked: on Windows the job object ends every process the lab
-// started, whatever it did, when the lab ends.
-func killMarked(string) {}
+func (c *Child) groupEnded() {}
 
 // signal: Windows has no signals but the end. The faults reach the child
 // itself, and the job object still ends all it started with the lab.
@@ -35,5 +42,3 @@ func (c *Child) signal(sig signal) error {
 
 // Pause is not available on Windows.
 func (c *Child) Pause() error { return errNoSignals }
-
-func (c *Child) forget() {}

@@ -1,6 +1,7 @@
 package procs
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -20,6 +21,10 @@ const (
 	// failRole makes it a server that cannot start: it says why on
 	// standard error, and exits.
 	failRole = "BANK_PROCS_TEST_FAIL"
+	// labRole makes it a lab: it starts, as a Group, the shell script in
+	// labScript, says "started", and waits to be killed.
+	labRole   = "BANK_PROCS_TEST_LAB"
+	labScript = "BANK_PROCS_TEST_SCRIPT"
 )
 
 func TestMain(m *testing.M) {
@@ -46,6 +51,15 @@ func TestMain(m *testing.M) {
 	case os.Getenv(failRole) != "":
 		fmt.Fprintln(os.Stderr, "cannot listen: address in use")
 		os.Exit(3)
+	case os.Getenv(labRole) != "":
+		spec := &Spec{Path: "/bin/sh", Args: []string{"-c", os.Getenv(labScript)}, Group: true}
+		if _, err := spec.Start(context.Background()); err != nil {
+			fmt.Println("cannot start:", err)
+			os.Exit(1)
+		}
+		fmt.Println("started")
+		time.Sleep(time.Hour) // the test kills it long before
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

@@ -5,12 +5,19 @@
 //
 // How a child is tied to the lab depends on the platform:
 //   - Linux: the kernel sends the child a signal when the lab dies
-//     (PR_SET_PDEATHSIG), even after kill -9.
+//     (PR_SET_PDEATHSIG), even after kill -9. A Group's program (code the
+//     lab did not write) is started by a keeper, a child subreaper: every
+//     process the program starts stays the keeper's descendant however it
+//     leaves (setsid, a double fork, a cleared environment), and the
+//     keeper kills them all when the program ends, when the lab says so,
+//     and when the lab dies; where the lab may make a cgroup (v2), they
+//     are also held in one of their own (keeper_linux.go, cgroup_linux.go).
 //   - Windows: the lab puts itself in a job object that kills every member
 //     when its last handle closes, which is when the lab dies.
 //   - Other Unix systems (macOS): each child gets a process group of its
 //     own, and a small watchdog shell signals those groups when its pipe
-//     from the lab closes.
+//     from the lab closes. A process that leaves its group (setsid) is
+//     not found there: macOS has no subreaper.
 package procs
 
 import (

@@ -23,9 +23,6 @@ func started(*exec.Cmd, OnParentDeath) error { return nil }
 // reaped: nothing to forget; the kernel holds no list.
 func reaped(*exec.Cmd) {}
 
-// gatesEveryChild: only a Group's child is held at the door (bindGroup).
-const gatesEveryChild = false
-
 func signalFor(how OnParentDeath) syscall.Signal {
 	if how == Interrupt {
 		return syscall.SIGINT

@@ -3,6 +3,7 @@
 package procs
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -18,15 +19,30 @@ func bind(cmd *exec.Cmd, how OnParentDeath) (release func(), err error) {
 	return gate(cmd)
 }
 
+// gate holds cmd at the door: it starts as a shell that waits for a byte
+// on a pipe before it becomes the command (exec: same process, same
+// group). The returned function lets it go.
+func gate(cmd *exec.Cmd) (release func(), err error) {
+	gate, open, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"sh", "-c", `read _ <&3; exec 3<&-; exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path, cmd.Args = "/bin/sh", args
+	cmd.ExtraFiles = append([]*os.File{gate}, cmd.ExtraFiles...) // fd 3
+	return func() {
+		gate.Close()
+		open.Write([]byte{'\n'})
+		open.Close()
+	}, nil
+}
+
 func started(cmd *exec.Cmd, how OnParentDeath) error {
-	return watchGroup(cmd.Process.Pid, signalName(how), "")
+	return watchGroup(cmd.Process.Pid, signalName(how))
 }
 
 // reaped: once the child is reaped its group's number may be given to
 // someone else's group, so the watchdog must never signal it.
 func reaped(cmd *exec.Cmd) { forgetGroup(cmd.Process.Pid) }
-
-// gatesEveryChild: bind holds every child at the door already.
-const gatesEveryChild = true
 
 func zombie(int) bool { return false }

@@ -34,11 +34,11 @@ type Spec struct {
 	Dir  string
 
 	// Group runs the child and all it starts in a process group of their
-	// own, each carrying the group's mark in its environment, so that
-	// Kill, Stop, Pause and Resume reach all of them and none outlives the
-	// lab, even one that left the group (a setsid daemon): for code the
-	// lab did not write, which may start children of its own. Without it
-	// the faults reach the child alone.
+	// own, so that Kill, Stop, Pause and Resume reach all of them, and
+	// none outlives the child's end or the lab's, on Linux even one that
+	// left the group (a setsid daemon, a double fork): for code the lab
+	// did not write, which may start children of its own. Without it the
+	// faults reach the child alone.
 	Group bool
 	// OnParentDeath is how the child ends if the lab dies first (Kill
 	// unless said).
@@ -53,7 +53,7 @@ type Spec struct {
 	// how Unix drops root).
 	Restricted bool
 	// ExtraFiles are open files the child inherits, from descriptor 3 on
-	// (not with Group, whose descriptor 3 is its own).
+	// (not with Group, whose descriptors from 3 on are the lab's own).
 	ExtraFiles []*os.File
 
 	// Stdout and Stderr take the child's output; nil sends it to Output.

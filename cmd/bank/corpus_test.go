@@ -16,6 +16,7 @@ import (
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 )
 
 // The grader is a judge, and a judge is proven on code its author did not
@@ -76,12 +77,17 @@ func node(t *testing.T, dir string, pkg string) string {
 	return path
 }
 
-// goServer builds the Go server of the corpus into a temporary directory.
-func goServer(t *testing.T) string {
+// goServer builds a Go server of the corpus (go-server unless named)
+// into a temporary directory.
+func goServer(t *testing.T, name ...string) string {
 	t.Helper()
+	dir := "go-server"
+	if len(name) > 0 {
+		dir = name[0]
+	}
 	bin := filepath.Join(t.TempDir(), "server")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = corpusDir(t, "go-server")
+	cmd.Dir = corpusDir(t, dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the Go server: %v\n%s", err, out)
 	}
@@ -136,6 +142,38 @@ func TestGradeCorpusCorrectServers(t *testing.T) {
 		t.Parallel()
 		passesEveryCheck(t, goServer(t))
 	})
+	// The designs the lesson accepts that the grader must not mistake for
+	// mistakes: the transfer in a savepoint (psycopg's nested
+	// transaction), with or without a harmless write to the key's row
+	// after the reply; copies that wait in the application and then replay
+	// or take over (SQLAlchemy's ORM); atomic phases with a recovery point
+	// (the answer written in a later transaction, rebuilt on a retry); the
+	// key carried on the ledger's row (GORM).
+	t.Run("python-savepoint", func(t *testing.T) {
+		t.Parallel()
+		passesEveryCheck(t, python(t), filepath.Join(corpusDir(t, "python-savepoint"), "server.py"))
+	})
+	t.Run("python-savepoint/stamp-after", func(t *testing.T) {
+		t.Parallel()
+		passesEveryCheck(t, "env", "STAMP_AFTER=1", python(t), filepath.Join(corpusDir(t, "python-savepoint"), "server.py"))
+	})
+	t.Run("python-waiting", func(t *testing.T) {
+		t.Parallel()
+		passesEveryCheck(t, python(t), filepath.Join(corpusDir(t, "python-waiting"), "server.py"))
+	})
+	t.Run("node-phases", func(t *testing.T) {
+		t.Parallel()
+		dir := corpusDir(t, "node-phases")
+		passesEveryCheck(t, node(t, dir, "pg"), filepath.Join(dir, "server.js"))
+	})
+	t.Run("go-ledger", func(t *testing.T) {
+		t.Parallel()
+		passesEveryCheck(t, goServer(t, "go-ledger"))
+	})
+	t.Run("go-mistakes/none", func(t *testing.T) {
+		t.Parallel()
+		passesEveryCheck(t, goServer(t, "go-mistakes"))
+	})
 }
 
 // mistaken is what a server with one mistake must get: the checks that
@@ -151,17 +189,19 @@ type mistaken struct {
 func TestGradeCorpusMistakes(t *testing.T) {
 	t.Parallel()
 	pythonModes := map[string]mistaken{
-		"memory-keys": {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": ""}},
+		"memory-keys": {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": "memory-keys"}},
 		// A request slower than its lock (as under load) also shows no
 		// fencing in torture; a kill between a commit and a write outside
 		// the transaction shows a second transaction. Torture catches these
 		// when its timing falls their way: it is not asserted for them.
 		"no-fencing": {fail: map[string]string{"pause": "no-fencing"}, maybe: []string{"torture"}},
-		"no-lock-expiry": {fail: map[string]string{"crash": "no-lock-expiry", "crash-on-store": "no-lock-expiry"},
+		// Killed right after its transfer's commit, it has stored the
+		// answer with it: crash-on-store holds, only the expiry fails.
+		"no-lock-expiry": {fail: map[string]string{"crash": "no-lock-expiry"},
 			na: []string{"pause"}, maybe: []string{"torture", "outage"}},
 		"second-transaction": {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "no-fencing"}, maybe: []string{"torture"}},
 		"replay-500":         {fail: map[string]string{"outage": "replay-500"}, maybe: []string{"torture"}},
-		"unscoped-keys":      {fail: map[string]string{"other-user": "unscoped-keys"}},
+		"unscoped-keys":      {fail: map[string]string{"other-user": "unscoped-keys", "lookup": "unscoped-keys"}},
 		"no-fingerprint":     {fail: map[string]string{"other-body": "no-fingerprint"}, maybe: []string{"torture"}},
 		"raw-fingerprint":    {fail: map[string]string{"reordered": "raw-fingerprint"}, maybe: []string{"torture"}},
 		"check-then-insert":  {fail: map[string]string{"double-tap": "check-then-insert", "storm": "check-then-insert"}, maybe: []string{"torture"}},
@@ -185,8 +225,32 @@ func TestGradeCorpusMistakes(t *testing.T) {
 		// Keys outside PostgreSQL cannot be lined up: the race is only
 		// sampled by double-tap, storm and torture.
 		"redis-check-then-set": {fail: map[string]string{"crash-on-store": "second-transaction"}, maybe: []string{"double-tap", "storm", "torture"}},
-		"memory":               {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": ""}},
+		"memory":               {fail: map[string]string{"crash-on-store": "second-transaction", "pause": "keys-not-shared", "restart": "memory-keys", "torture": "memory-keys"}},
 	}
+	goModes := map[string]mistaken{
+		// GET /transfers?key= answers another user's key.
+		"unscoped-lookup": {fail: map[string]string{"lookup": "unscoped-keys"}},
+		// A replay of {"transferId":N} alone, where the first answer had
+		// the accounts and the amount.
+		"partial-replay": {fail: map[string]string{"lost-response": "replay-differs", "replayed": "replay-differs", "reordered": "replay-differs",
+			"restart": "replay-differs"}, maybe: []string{"torture"}},
+		// A lock of 30 s whatever LOCK_TTL_MS says: the crash check waits it
+		// out and names it; the copies to B never see it expire.
+		"ignore-ttl": {fail: map[string]string{"crash": "lock-ttl-ignored"}, na: []string{"pause"}, maybe: []string{"torture", "outage", "crash-on-store"}},
+	}
+	for name, want := range goModes {
+		t.Run("go-mistakes/"+name, func(t *testing.T) {
+			t.Parallel()
+			graded(t, want, "env", "MISTAKE="+name, goServer(t, "go-mistakes"))
+		})
+	}
+	t.Run("go-mistakes/redis-after-commit", func(t *testing.T) {
+		t.Parallel()
+		// Keys in Redis, the answer written there after the transfer's
+		// commit, and a harmless column of its own added to transfers.
+		graded(t, mistaken{fail: map[string]string{"crash-on-store": "second-transaction"}, maybe: []string{"torture"}},
+			"env", "MISTAKE=redis-after-commit", "REDIS_URL="+redis(t), goServer(t, "go-mistakes"))
+	})
 	for name, want := range redisStores {
 		t.Run("node-redis/"+name, func(t *testing.T) {
 			t.Parallel()
@@ -197,13 +261,30 @@ func TestGradeCorpusMistakes(t *testing.T) {
 	}
 }
 
-// graded grades a server and checks its card against want.
+// graded grades a server and checks its card against want, once, or
+// BANK_CORPUS_RUNS times (the figures for a release: 20), saying how many
+// runs came out as expected.
 func graded(t *testing.T, want mistaken, server ...string) {
 	t.Helper()
-	rep, failed, out := gradeAll(t, want.maybe, server...)
-	if len(want.fail) > 0 && !failed {
-		t.Errorf("no check failed")
+	runs, _ := strconv.Atoi(os.Getenv("BANK_CORPUS_RUNS"))
+	runs = max(1, runs)
+	bad := 0
+	for i := range runs {
+		rep, _, out := gradeAll(t, want.maybe, server...)
+		if d := deviations(rep, want); len(d) > 0 {
+			bad++
+			t.Errorf("run %d of %d: %s\n%s", i+1, runs, strings.Join(d, "; "), out)
+		}
 	}
+	t.Logf("CORPUS %s: %d of %d runs as expected (load per core at the end %.1f)", t.Name(), runs-bad, runs, pace.Load())
+}
+
+// deviations lists how a card differs from what want says: a check's
+// verdict, the mistake a failure names, a failure with no command to
+// see it done right. A check that could not tell is no deviation while
+// the machine is busy.
+func deviations(rep grade.Report, want mistaken) []string {
+	var d []string
 	for check, got := range verdicts(rep) {
 		wanted := grade.Pass
 		_, mustFail := want.fail[check]
@@ -213,8 +294,8 @@ func graded(t *testing.T, want mistaken, server ...string) {
 		case slices.Contains(want.na, check):
 			wanted = grade.NA
 		}
-		if got != wanted {
-			t.Errorf("%s: %s, want %s", check, got, wanted)
+		if got != wanted && !couldNotTell(got) {
+			d = append(d, fmt.Sprintf("%s: %s, want %s", check, got, wanted))
 		}
 	}
 	for _, r := range rep.Results {
@@ -222,13 +303,12 @@ func graded(t *testing.T, want mistaken, server ...string) {
 			continue
 		}
 		if mistake, ok := want.fail[r.Name]; ok && r.Mistake != mistake {
-			t.Errorf("%s fails naming the mistake %q, want %q: %s", r.Name, r.Mistake, mistake, r.Why)
+			d = append(d, fmt.Sprintf("%s fails naming the mistake %q, want %q: %s", r.Name, r.Mistake, mistake, r.Why))
 		}
 		if !strings.HasPrefix(r.See, "bank ") {
-			t.Errorf("%s fails without the command that shows it done right: %+v", r.Name, r)
+			d = append(d, fmt.Sprintf("%s fails without the command that shows it done right", r.Name))
 		}
 	}
-	if t.Failed() {
-		t.Log(out)
-	}
+	slices.Sort(d)
+	return d
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -40,7 +40,8 @@ the lesson's solution prints, and the rules your lines are read by.
 --hint shows the next hint (one each time); --solution shows the lab's own
 solution, runs it and checks it as yours would be checked.
 
-A program is stopped after 30 seconds, or as soon as it prints more than 1 MiB.
+A program is stopped after 30 seconds, or as soon as it prints more than 1 MiB;
+a statement after 30 seconds (statement_timeout), or 10 waiting for a lock.
 
 Exit status: 0 passed, 1 not yet, 2 for a bad command line, 3 when PostgreSQL
 or your program could not be started. More: bank help exercise.`,
@@ -96,6 +97,9 @@ func exerciseEntries() []names.Entry {
 	return names.EntriesOf(practice.Exercises, func(x *practice.Exercise) names.Entry { return names.Entry{Name: x.Name, Summary: x.Summary} })
 }
 
+// sqlTimeout bounds a learner's statement (a variable for the tests).
+var sqlTimeout = practice.SQLTimeout
+
 func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile string, argv []string) error {
 	var stmt []byte
 	mode, who := practice.ProgramMode, "your program: "+strings.Join(argv, " ")
@@ -120,13 +124,13 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 	var run *program.Result
 	attempt, err := practice.CheckExercise(ctx, db.clones, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		if stmt != nil {
-			// The learner's statement runs as the learner's role.
-			conn, err := pgx.Connect(ctx, dbURL)
-			if err != nil {
-				return practice.Ran{}, err
+			// The learner's statement runs as the learner's role, bounded in time.
+			ran, err := practice.RunLearnerSQL(ctx, dbURL, ex, string(stmt), sqlTimeout)
+			var tooLong *practice.TooLong
+			if errors.As(err, &tooLong) {
+				return ran, exitcode.Nof("%s", tooLong)
 			}
-			defer conn.Close(context.WithoutCancel(ctx))
-			return practice.RunSQL(ctx, conn, ex, string(stmt))
+			return ran, err
 		}
 		var err error
 		if run, err = program.Run(ctx, argv, []string{"DATABASE_URL=" + dbURL}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
@@ -402,7 +403,8 @@ func TestExerciseLessonSolutionsPython(t *testing.T) {
 // TestLearnersSQLIsNotSuperuser: on the lab's own server the learner's
 // statement runs as a role that owns its database and nothing else, so
 // COPY … TO PROGRAM (a shell as the server's account) and server file
-// reads are refused with a permission error.
+// reads are refused with a permission error, also from inside the lab's
+// own trigger (scenarios/practice tests the other ways in).
 func TestLearnersSQLIsNotSuperuser(t *testing.T) {
 	t.Parallel()
 	cache := pgtest.CacheDir(t)
@@ -412,5 +414,59 @@ func TestLearnersSQLIsNotSuperuser(t *testing.T) {
 		if code := exitOf(err); code != exitcode.No || !strings.Contains(string(out), "SQLSTATE 42501") {
 			t.Errorf("%s: exit %d, want 1 and a permission error (42501):\n%s", stmt, code, out)
 		}
+	}
+
+	// Nor through the lab's own code: a DO block gives the key column a
+	// type of its own, with an assignment cast that the lab's trigger,
+	// which records each key deleted, runs. The cast tries COPY … TO
+	// PROGRAM, then says who it ran as. When that trigger ran as the lab
+	// (SECURITY DEFINER), it ran as the postgres account, a superuser.
+	dir, err := os.MkdirTemp("", "bank-escape-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o777); err != nil { // the server's account may write here
+		t.Fatal(err)
+	}
+	escape := `DO $do$ BEGIN
+  CREATE TYPE public.k AS (v text);
+  CREATE FUNCTION public.k_text(x public.k) RETURNS text LANGUAGE plpgsql AS $f$
+  DECLARE copied text := 'ran';
+  BEGIN
+    BEGIN
+      EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'touch ` + dir + `/escaped');
+    EXCEPTION WHEN OTHERS THEN copied := 'refused';
+    END;
+    RAISE EXCEPTION 'the cast ran as % (superuser %), COPY TO PROGRAM %', current_user,
+      (SELECT rolsuper::text FROM pg_catalog.pg_roles WHERE rolname = current_user), copied;
+  END $f$;
+  CREATE CAST (public.k AS text) WITH FUNCTION public.k_text(public.k) AS ASSIGNMENT;
+  ALTER TABLE public.idempotency_keys ALTER COLUMN key TYPE public.k USING ROW(key)::public.k;
+  DELETE FROM public.idempotency_keys WHERE (key).v = 'old-completed';
+END $do$`
+	out, err := command(t, cache, "exercise", "cleanup", "--sql", learnerFile(t, "escape.sql", escape)).CombinedOutput()
+	if code := exitOf(err); code != exitcode.No || !strings.Contains(string(out), "(superuser false), COPY TO PROGRAM refused") {
+		t.Errorf("the cast inside the lab's trigger: exit %d, want 1 and the cast refused as the learner's role:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "escaped")); err == nil {
+		t.Errorf("COPY … TO PROGRAM ran inside the lab's trigger:\n%s", out)
+	}
+}
+
+// TestExerciseSQLIsBounded: a statement that runs past the bound is
+// stopped, with one line that names the bound and what to look for, exit
+// 1, and is not checked. Not parallel: it shortens the bound, which no
+// parallel test then reads.
+func TestExerciseSQLIsBounded(t *testing.T) {
+	defer func(d time.Duration) { sqlTimeout = d }(sqlTimeout)
+	sqlTimeout = 1500 * time.Millisecond
+	r := cli(t, nil, "exercise", "cleanup", "--sql", learnerFile(t, "sleep.sql", "DO $$ BEGIN SET statement_timeout = 0; PERFORM pg_sleep(60); END $$"))
+	if r.code != exitcode.No || !strings.HasPrefix(r.stderr, "bank: your SQL ran longer than 1.5 s and was stopped (statement_timeout): ") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	oneLine(t, r)
+	if strings.Contains(r.stdout, "== checking") {
+		t.Errorf("a stopped statement is checked all the same:\n%s", r.stdout)
 	}
 }

@@ -177,25 +177,16 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 			return err
 		}
 	}
+	if err != nil && !startFailed {
+		return err
+	}
 	width := 0 // the diagrams of -v: the terminal's width, else 80
 	if n := term.Width(a.io.Out); n >= 60 && term.IsTerminal(a.io.Out) {
 		width = n
 	}
-	showCard := !f.json && f.junit != "-" // the card goes to the output unless something else does
-	if startFailed {
-		if showCard {
-			card.Print(a.io.Out, rep, command, f.lockTTL, colour, a.verbose, width)
-		}
-		msg := "bank: " + se.Why
-		if se.Stderr != "" {
-			msg += "\nits last output:\n" + indent(se.Stderr)
-		}
-		fmt.Fprintln(a.io.Err, msg)
-		return exitcode.Silent{Code: exitcode.Env}
-	}
-	if err != nil {
-		return err
-	}
+	// A grade that stopped early (the server would not start) writes what
+	// it has, each output saying it stopped and counting the checks it
+	// never ran; then says why, and exits with its own code.
 	took := time.Since(start)
 	switch {
 	case f.junit == "-":
@@ -206,27 +197,51 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 				err = htmlpage.PathError("--junit", "grade.xml", err)
 			}
 		}
+	default:
+		err = nil
 	}
 	if err != nil {
 		return err
 	}
 	if f.json {
-		enc := json.NewEncoder(a.io.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(a.io.Out, rep); err != nil {
 			return err
 		}
-	} else if showCard {
+	} else if f.junit != "-" {
 		card.Print(a.io.Out, rep, command, f.lockTTL, colour, a.verbose, width)
+	}
+	if startFailed {
+		msg := "bank: " + se.Why
+		if se.Stderr != "" {
+			msg += "\nits last output:\n" + indent(se.Stderr)
+		}
+		fmt.Fprintln(a.io.Err, msg)
+		if rep.Verdict == grade.Fail {
+			return exitcode.Silent{Code: exitcode.No}
+		}
+		if se.Busy {
+			return exitcode.Silent{Code: exitcode.Unknown}
+		}
+		return exitcode.Silent{Code: exitcode.Env}
 	}
 	return gradeVerdict(a, rep, f.strict)
 }
 
+func writeJSON(w io.Writer, rep grade.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
 // gradeVerdict is the grade's exit: no (1) when a required check failed,
-// or with --strict any check.
+// or with --strict any check; unknown (4) when none failed but one could
+// not tell.
 func gradeVerdict(a *app, rep grade.Report, strict bool) error {
-	if !rep.Passed {
+	switch rep.Verdict {
+	case grade.Fail:
 		return exitcode.Silent{Code: exitcode.No}
+	case grade.Unknown:
+		return exitcode.Silent{Code: exitcode.Unknown}
 	}
 	for _, r := range rep.Results {
 		if strict && r.Verdict == grade.Fail {

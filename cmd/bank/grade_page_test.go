@@ -25,7 +25,7 @@ func TestGradeVerboseDrawsFailures(t *testing.T) {
 	if code := exitOf(err); code != exitcode.No {
 		t.Fatalf("exit %d, want 1:\n%s\n%s", code, out, stderr.String())
 	}
-	passed, failed, ok := strings.Cut(out, "FAIL  lost-response")
+	passed, failed, ok := strings.Cut(out, "FAIL     lost-response")
 	if !ok || strings.Contains(passed, "│") {
 		t.Fatalf("lost-response did not fail, or the check that passed was drawn:\n%s", out)
 	}

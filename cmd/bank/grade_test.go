@@ -21,6 +21,7 @@ import (
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/idem"
 )
 
@@ -145,9 +146,10 @@ func gradeAll(t *testing.T, skip []string, server ...string) (grade.Report, bool
 		}
 	}
 	rep, code, out := gradeTTL(t, "2s", strings.Join(checks, ","), server...)
-	failed := code == exitcode.No && !rep.Passed
-	if !failed && (code != exitcode.OK || !rep.Passed) {
-		t.Errorf("exit %d, passed %v:\n%s", code, rep.Passed, out)
+	failed := code == exitcode.No && rep.Verdict == grade.Fail
+	unknown := code == exitcode.Unknown && rep.Verdict == grade.Unknown && couldNotTell(grade.Unknown)
+	if !failed && !unknown && (code != exitcode.OK || !rep.Passed) {
+		t.Errorf("exit %d, verdict %s:\n%s", code, rep.Verdict, out)
 	}
 	if len(rep.Results) != len(checks) {
 		t.Fatalf("%d results for %d checks:\n%s", len(rep.Results), len(checks), out)
@@ -163,18 +165,18 @@ func verdicts(rep grade.Report) map[string]string {
 	return v
 }
 
-// passesEveryCheck grades a server that must pass every check.
+// passesEveryCheck grades a server that must pass every check (graded,
+// with nothing to fail).
 func passesEveryCheck(t *testing.T, server ...string) {
 	t.Helper()
-	rep, failed, out := gradeAll(t, nil, server...)
-	if failed {
-		t.Errorf("a check failed:\n%s", out)
-	}
-	for _, r := range rep.Results {
-		if r.Verdict != grade.Pass {
-			t.Errorf("%s: %s: %s\n%s", r.Name, r.Verdict, r.Why, strings.Join(r.Evidence, "\n"))
-		}
-	}
+	graded(t, mistaken{}, server...)
+}
+
+// couldNotTell reports whether verdict is a judge's "unknown" on a machine
+// busy enough to excuse it (package pace): a test accepts it there, and
+// nowhere else, for a check that must pass or fail.
+func couldNotTell(verdict string) bool {
+	return verdict == grade.Unknown && pace.Busy()
 }
 
 // TestGradeLabServerPasses: the lab's own server, graded as a learner's
@@ -280,21 +282,21 @@ func TestGradeNodeServerPasses(t *testing.T) {
 func TestGradeCatchesEachBreak(t *testing.T) {
 	t.Parallel()
 	// fail: each check that must fail, and the lesson's mistake its
-	// evidence must name ("" where it fits none: torture's violations).
+	// evidence must name ("" where it fits none).
 	cases := map[string]mistaken{
 		// No key at all: every check that sends a copy sees it run again.
 		"no-keys": {fail: map[string]string{"lost-response": "no-keys", "replayed": "no-keys", "reordered": "no-keys", "other-body": "no-keys",
 			"no-key": "key-optional", "refusal": "refusal-not-stored", "double-tap": "no-keys", "storm": "no-keys", "crash-on-store": "second-transaction",
-			"pause": "keys-not-shared", "restart": "no-keys", "lookup": "no-lookup", "torture": ""}},
+			"pause": "keys-not-shared", "restart": "no-keys", "lookup": "no-lookup", "torture": "no-keys"}},
 		// Keys in memory: each process has its own, and a restart has none;
 		// the answer is stored nowhere the transfer's transaction reaches.
-		"memory-keys": {fail: map[string]string{"pause": "keys-not-shared", "restart": "memory-keys", "lookup": "no-lookup", "torture": "",
+		"memory-keys": {fail: map[string]string{"pause": "keys-not-shared", "restart": "memory-keys", "lookup": "no-lookup", "torture": "memory-keys",
 			"crash-on-store": "second-transaction"}},
 		"no-fencing": {fail: map[string]string{"pause": "no-fencing"}},
 		// Without expiry the pause has no takeover to fence, and a key whose
 		// request failed or died is stuck. Torture fails only if its kill
 		// lands inside a request whose key is not yet done.
-		"no-lock-expiry": {fail: map[string]string{"crash": "no-lock-expiry", "outage": "no-lock-expiry", "crash-on-store": "no-lock-expiry"},
+		"no-lock-expiry": {fail: map[string]string{"crash": "no-lock-expiry", "outage": "no-lock-expiry"},
 			na: []string{"pause"}, maybe: []string{"torture"}},
 		// The transfer commits before its answer is stored: a kill between
 		// the two (torture's, if it lands there) makes the retry run it
@@ -346,7 +348,7 @@ func TestGradeServersThatCannotBeGraded(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, stderr, code := run("--", self)
-		if code != exitcode.No || !strings.Contains(out, "FAIL  plain") || !strings.Contains(out, "a valid transfer got 200, not 201") || !strings.Contains(out, "FAIL  no-key") {
+		if code != exitcode.No || !strings.Contains(out, "FAIL     plain") || !strings.Contains(out, "a valid transfer got 200, not 201") || !strings.Contains(out, "FAIL     no-key") {
 			t.Errorf("exit %d:\n%s\n%s", code, out, stderr)
 		}
 	})

@@ -300,13 +300,38 @@ func TestSmallSharedMemory(t *testing.T) {
 	}
 }
 
+// pyDaemon is a Python daemon as the books write it: two forks, a session
+// of its own, and its environment cleared before it becomes `sleep
+// SECONDS`.
+const pyDaemon = `import os, sys
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.environ.clear()
+        os.execve("/bin/sleep", ["sleep", sys.argv[1]], os.environ)
+    os._exit(0)
+os.wait()`
+
+// escapes starts, in shell, three sleeps that leave their process group,
+// their session and the environment they were given: `setsid env -i
+// sleep` in the background, the Python daemon, and a double fork in
+// shell (a subshell that exits once it has started a `setsid env -i
+// sleep`).
+func escapes(a, b, c string) string {
+	return "setsid env -i sleep " + a + " & python3 -c '" + pyDaemon + "' " + b + "; (setsid env -i sleep " + c + " &); "
+}
+
 // TestLearnersProcessesContained: whatever the learner's command starts,
-// a background child, a setsid daemon, one that ignores SIGTERM, is gone
-// when the exercise or the grade check ends, and when bank itself is
-// killed (kill -9): each carries its group's mark, which the lab and its
-// watchdog find in /proc.
+// a background child, a setsid daemon, one that ignores SIGTERM, a double
+// fork that clears its environment, is gone when the exercise or the grade
+// check ends, and when bank itself is killed (kill -9): each stays a
+// descendant of the keeper that started the command (a child subreaper),
+// which kills them all, and on Linux as root is held in a cgroup too.
 func TestLearnersProcessesContained(t *testing.T) {
 	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatalf("python3 is missing (one of the learner's daemons here is a Python one): %v", err)
+	}
 	cache := pgtest.CacheDir(t)
 	// sleeps with numbers of their own, to be found by
 	seconds := func() string { return strconv.Itoa(500000 + rand.IntN(400000)) }
@@ -317,12 +342,23 @@ func TestLearnersProcessesContained(t *testing.T) {
 			cmd, _ := os.ReadFile(d + "/cmdline")
 			stat, _ := os.ReadFile(d + "/stat")
 			for _, tag := range tags {
-				if strings.Contains(string(cmd), "sleep\x00"+tag) && !zombieStat(stat) {
+				if strings.Contains(string(cmd), "sleep\x00"+tag+"\x00") && !zombieStat(stat) {
 					found = append(found, tag)
 				}
 			}
 		}
 		return found
+	}
+	// started returns once every tagged sleep runs: the escapes are made.
+	started := func(t *testing.T, cmd *exec.Cmd, tags ...string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); len(left(tags...)) < len(tags); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) { // a hang, not a speed goal
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("the program started only %v of the sleeps %v", left(tags...), tags)
+			}
+		}
 	}
 	settle := func(t *testing.T, tags ...string) {
 		t.Helper()
@@ -334,39 +370,70 @@ func TestLearnersProcessesContained(t *testing.T) {
 	}
 	t.Run("exercise ends", func(t *testing.T) {
 		t.Parallel()
-		a, b, c := seconds(), seconds(), seconds()
-		script := "setsid sleep " + a + " & (trap '' TERM; exec sleep " + b + ") & sleep " + c + " & echo shipped"
-		out, _ := command(t, cache, "exercise", "ship", "--", "sh", "-c", script).CombinedOutput()
-		if !strings.Contains(string(out), "NOT YET") {
-			t.Fatalf("the exercise did not run the program:\n%s", out)
+		a, b, c, d, e := seconds(), seconds(), seconds(), seconds(), seconds()
+		flag := filepath.Join(t.TempDir(), "go")
+		script := escapes(a, b, c) + "(trap '' TERM; exec sleep " + d + ") & sleep " + e + " & until [ -e " + flag + " ]; do sleep 0.01; done; echo shipped"
+		cmd := command(t, cache, "exercise", "ship", "--", "sh", "-c", script)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		settle(t, a, b, c)
+		started(t, cmd, a, b, c, d, e)
+		os.WriteFile(flag, nil, 0o600)
+		cmd.Wait()
+		if !strings.Contains(out.String(), "NOT YET") {
+			t.Fatalf("the exercise did not run the program:\n%s", out.String())
+		}
+		settle(t, a, b, c, d, e)
 	})
 	t.Run("bank killed", func(t *testing.T) {
 		t.Parallel()
-		a, b, c := seconds(), seconds(), seconds()
-		script := "setsid sleep " + a + " & sleep " + b + " & echo started; exec sleep " + c
+		a, b, c, d, e := seconds(), seconds(), seconds(), seconds(), seconds()
+		script := escapes(a, b, c) + "setsid sleep " + d + " & echo started; exec sleep " + e
 		cmd := command(t, cache, "exercise", "ship", "--", "sh", "-c", script)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(20 * time.Second); len(left(a, b, c)) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		}
-		if n := len(left(a, b, c)); n < 3 {
-			t.Fatalf("the program started %d of its 3 sleeps", n)
-		}
+		started(t, cmd, a, b, c, d, e)
 		cmd.Process.Kill()
 		cmd.Wait()
-		settle(t, a, b, c)
+		settle(t, a, b, c, d, e)
 	})
 	t.Run("grade check ends", func(t *testing.T) {
 		t.Parallel()
-		a := seconds()
-		cmd := command(t, cache, "grade", "--only", "plain", "--", "sh", "-c", "setsid sleep "+a+" & exec \"$0\" serve", bankBinary(t))
-		if out, err := cmd.CombinedOutput(); exitOf(err) != exitcode.OK {
-			t.Fatalf("grade: exit %d\n%s", exitOf(err), out)
+		a, b, c := seconds(), seconds(), seconds()
+		flag := filepath.Join(t.TempDir(), "go")
+		script := escapes(a, b, c) + "until [ -e " + flag + " ]; do sleep 0.01; done; exec \"$0\" serve"
+		cmd := command(t, cache, "grade", "--only", "plain", "--", "sh", "-c", script, bankBinary(t))
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		settle(t, a)
+		started(t, cmd, a, b, c)
+		os.WriteFile(flag, nil, 0o600)
+		if err := cmd.Wait(); exitOf(err) != exitcode.OK {
+			t.Fatalf("grade: exit %d\n%s", exitOf(err), out.String())
+		}
+		settle(t, a, b, c)
+	})
+	t.Run("bank killed while grading", func(t *testing.T) {
+		t.Parallel()
+		a, b, c := seconds(), seconds(), seconds()
+		// The server waits (for a file that never comes): the check
+		// would otherwise end, and its processes with it, before bank is
+		// killed.
+		never := filepath.Join(t.TempDir(), "never")
+		script := escapes(a, b, c) + "until [ -e " + never + " ]; do sleep 0.01; done; exec \"$0\" serve"
+		cmd := command(t, cache, "grade", "--only", "plain", "--", "sh", "-c", script, bankBinary(t))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started(t, cmd, a, b, c)
+		cmd.Process.Kill()
+		cmd.Wait()
+		settle(t, a, b, c)
 	})
 }
 

@@ -12,6 +12,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first Ctrl-C asks run to stop and clean up; from then on the
+		// signals do what they do by default, so a second one ends bank at
+		// once (its watchdog still ends every process bank started).
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
 	stop()
 	os.Exit(code)

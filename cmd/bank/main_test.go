@@ -238,7 +238,9 @@ func TestJSON(t *testing.T) {
 		}
 		types = append(types, last["kind"].(string))
 	}
-	if got := strings.Join(types, " "); got != "scenario step message line message response balances verdict" {
+	// The step's first line sets the story up (what the key is), before
+	// the first request.
+	if got := strings.Join(types, " "); got != "scenario step line message line message response balances verdict" {
 		t.Fatalf("event types %q", got)
 	}
 	// The diagram's messages: the first answer lost after the commit, the

@@ -238,6 +238,9 @@ func (d *database) close() error {
 		d.clones.Close()
 	}
 	if d.server != nil {
+		if d.clones != nil && d.clones.Confined() {
+			d.server.MeasureAtStop() // a learner's code wrote here: a slot it grew is not kept
+		}
 		return d.server.Stop()
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,12 @@ func (l *Lab) draw(from, to, text, mark string) {
 		l.message(Event{From: from, To: to, Text: text, Mark: mark})
 	}
 }
+
+// Arrow draws one message of the sequence diagram, from one actor to
+// another, for a story whose actors are its own (a resend job, a payment
+// provider): call it where the message really goes, never for one that
+// did not happen. Mark is one of Event.Mark's, or "".
+func (l *Lab) Arrow(from, to, text, mark string) { l.draw(from, to, text, mark) }
 
 // Event is one thing that happened in a run. Its Kind says which fields
 // it fills:
@@ -146,24 +153,38 @@ func (l *Lab) clockText(t time.Time) string {
 }
 
 // actorKey carries, in a request's context, the server handling it, so
-// that the key store's events are drawn from the right lane.
+// that the key store's events are drawn from the right lane; workKey, what
+// its work makes ("transfer", "payout"), so that they name it.
 type actorKey struct{}
+type workKey struct{}
 
 // Keys gives a key store whose every step is drawn, as an arrow between
 // the server handling the request and PostgreSQL.
-func (l *Lab) Keys(s *idem.Store) *idem.Store {
+func (l *Lab) Keys(s *idem.Store) *idem.Store { return l.KeysOf("", s) }
+
+// KeysOf is Keys for a store that a server called name uses where no
+// Endpoint hands it the request (behind a real HTTP server, say): its
+// steps are drawn from that server's lane.
+func (l *Lab) KeysOf(name string, s *idem.Store) *idem.Store {
 	s.Observe = func(ctx context.Context, e idem.Event) {
 		who, _ := ctx.Value(actorKey{}).(string)
 		if who == "" {
+			who = name
+		}
+		if who == "" {
 			return // not a drawn server: nothing to draw from
 		}
-		text, mark := keyEventText(l, e)
+		work, _ := ctx.Value(workKey{}).(string)
+		if work == "" {
+			work = "transfer"
+		}
+		text, mark := keyEventText(l, e, work)
 		l.message(Event{From: who, To: ActorDB, Text: text, Mark: mark})
 	}
 	return s
 }
 
-func keyEventText(l *Lab, e idem.Event) (string, string) {
+func keyEventText(l *Lab, e idem.Event, work string) (string, string) {
 	switch e.Kind {
 	case idem.Claimed:
 		return "claim the key (locked until " + l.clockText(e.LockedUntil) + ")", ""
@@ -176,7 +197,7 @@ func keyEventText(l *Lab, e idem.Event) (string, string) {
 	case idem.TookOver:
 		return "lock expired: take the key over (new lock id, until " + l.clockText(e.LockedUntil) + ")", "takeover"
 	case idem.Completed:
-		return "transfer + answer stored: COMMIT", ""
+		return work + " + answer stored: COMMIT", ""
 	case idem.Fenced:
 		return "store refused: the lock id changed: ROLLBACK", "fenced"
 	case idem.Released:
@@ -191,16 +212,21 @@ func keyEventText(l *Lab, e idem.Event) (string, string) {
 type Endpoint struct {
 	lab  *Lab
 	name string
+	path string // what its requests are drawn as posting to
 	h    api.Handler
 
 	mu   sync.Mutex
 	lose int
 }
 
-// Server draws h as the server called name.
+// Server draws h as the server called name, answering POST /transfers.
 func (l *Lab) Server(name string, h api.Handler) *Endpoint {
-	return &Endpoint{lab: l, name: name, h: h}
+	return &Endpoint{lab: l, name: name, path: "/transfers", h: h}
 }
+
+// At says what path the server's requests post to (the default is
+// /transfers), as the diagram draws them.
+func (e *Endpoint) At(path string) *Endpoint { e.path = path; return e }
 
 // LoseNext loses the next n answers after the server has sent them: the
 // app gets errLostResponse instead.
@@ -219,14 +245,28 @@ func (e *Endpoint) Send(ctx context.Context, c api.Call) idem.Response {
 	return resp
 }
 
+// DropRequest is the network losing a request on its way to the server:
+// the server never sees it, and the app gets ErrLostResponse, the same
+// timeout as for an answer lost on its way back.
+func (e *Endpoint) DropRequest(c api.Call) error {
+	e.lab.message(Event{From: ActorApp, To: e.name, Text: requestText(e.path, c) + " (lost on the way)", Mark: "lost", Clock: e.lab.clockText(c.Now)})
+	return ErrLostResponse
+}
+
 // Handle delivers one request to the server.
 func (e *Endpoint) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
-	e.lab.message(Event{From: ActorApp, To: e.name, Text: requestText(c), Clock: e.lab.clockText(c.Now)})
-	resp, err := e.h.Handle(context.WithValue(ctx, actorKey{}, e.name), c)
+	e.lab.message(Event{From: ActorApp, To: e.name, Text: requestText(e.path, c), Clock: e.lab.clockText(c.Now)})
+	ctx = context.WithValue(ctx, actorKey{}, e.name)
+	if e.path != "/transfers" {
+		ctx = context.WithValue(ctx, workKey{}, strings.TrimSuffix(strings.TrimPrefix(e.path, "/"), "s"))
+	}
+	resp, err := e.h.Handle(ctx, c)
 	ev := Event{From: e.name, To: ActorApp}
 	switch {
 	case errors.Is(err, idem.ErrLockLost):
-		ev.Text, ev.Mark = "rolled back: "+err.Error(), "fenced"
+		// The fencing itself is drawn once, where it happened: the store
+		// refusing the answer (idem.Fenced). The app hears nothing.
+		ev.Text, ev.Mark = "failed before answering: its transaction rolled back", "error"
 	case err != nil:
 		// Its error says how the connection died, which varies from run
 		// to run; the picture says only that no answer came.
@@ -255,12 +295,18 @@ func (l *Lab) Burst(server, what, answers string) {
 	l.message(Event{From: server, To: ActorApp, Text: answers})
 }
 
-// requestText is a request as an arrow's label: what, from whom, which key.
-func requestText(c api.Call) string {
+// requestText is a request as an arrow's label: what, from whom, which
+// key. A transfer is drawn by its amount and accounts alone; a request to
+// another path names its path.
+func requestText(path string, c api.Call) string {
 	var r struct{ From, To, AmountKobo int64 }
-	text := "POST /transfers"
-	if json.Unmarshal(c.Body, &r) == nil && r.AmountKobo > 0 {
+	text := "POST " + path
+	ok := json.Unmarshal(c.Body, &r) == nil && r.AmountKobo > 0
+	switch {
+	case ok && path == "/transfers":
 		text = fmt.Sprintf("POST %s %d→%d", bank.Naira(r.AmountKobo), r.From, r.To)
+	case ok:
+		text += " " + bank.Naira(r.AmountKobo)
 	}
 	if c.UserID != 1 {
 		text += fmt.Sprintf(" as user %d", c.UserID)

@@ -131,6 +131,17 @@ func (r *Rail) Seen(_ context.Context, reference string) (bool, error) {
 	return ok, nil
 }
 
+// Paid is how much the rail paid out, in all.
+func (r *Rail) Paid() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sum int64
+	for _, kobo := range r.paid {
+		sum += kobo
+	}
+	return sum
+}
+
 // Payments is how many payments the rail made whose reference starts with
 // prefix (one intent's attempt family, or its attempts).
 func (r *Rail) Payments(prefix string) int {

@@ -31,7 +31,11 @@ type Scenario struct {
 	ShowsBroken []Check
 	// Explain is said before each step with --explain, keyed by step title.
 	Explain map[string]string
-	Run     func(ctx context.Context, lab *Lab) error
+	// About is said under the title with --explain: what the story is
+	// about, before its first step (a mistake's halves say what goes
+	// wrong and why, and what the fix does).
+	About string
+	Run   func(ctx context.Context, lab *Lab) error
 
 	// What the verdict points to: for a lesson that shows a failure, where
 	// its fix is shown; for one that shows a fix, the failure it prevents.
@@ -83,7 +87,8 @@ type Lab struct {
 	sessions  []*pgx.Conn
 	bank      string // the bank binary, for scenarios that start servers
 	processes []*procs.Child
-	running   sync.WaitGroup // the story's own goroutines (Go)
+	running   sync.WaitGroup    // the story's own goroutines (Go)
+	lanes     map[string]string // host:port -> the server's lane (Lane)
 }
 
 // Intent is one user intent (or one event, or one side effect) and how

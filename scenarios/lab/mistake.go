@@ -13,7 +13,11 @@ type Mistake struct {
 	Summary string // the mistake, in the table's words
 	Happens string // what it costs
 	Fix     string // what the correct version does instead
-	Explain map[string]string
+	// Why says how the mistake does its damage, and Holds why the fix
+	// prevents it: --explain says them under each half's title, so that
+	// the mistake reads right without the lesson.
+	Why, Holds string
+	Explain    map[string]string
 	// Blind says why a money check holds although the mistake did its
 	// damage (see Scenario.Blind).
 	Blind map[Check]string
@@ -49,11 +53,13 @@ func RunMistake(ctx context.Context, clones *pgserver.Clones, m *Mistake, o Opti
 	for _, broken := range []bool{true, false} {
 		name, summary := m.Name+", broken", m.Summary+": "+m.Happens
 		fix, prevents := "the fixed half below", ""
+		about := "why it goes wrong: " + m.Why + "\nthe fix, in the second half: " + m.Fix + "."
 		if !broken {
 			name, summary = m.Name+", fixed", m.Fix
 			fix, prevents = "", "the damage of the broken half above"
+			about = "why it holds: " + m.Holds
 		}
-		sc := &Scenario{Name: name, Summary: summary, Explain: m.Explain, Fix: fix, Prevents: prevents, Blind: m.Blind,
+		sc := &Scenario{Name: name, Summary: summary, Explain: m.Explain, About: about, Fix: fix, Prevents: prevents, Blind: m.Blind,
 			Run: func(ctx context.Context, lab *Lab) error { return m.Steps(ctx, lab, broken) }}
 		var half Verdict
 		if half, err = Run(ctx, clones, sc, o); err != nil {

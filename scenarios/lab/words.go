@@ -30,9 +30,14 @@ func ErrorOrOK(body []byte) string {
 	return "ok"
 }
 
-// Human is a simulated duration as a transcript says it: "31 s", "24 h".
+// Human is a simulated duration as a transcript says it: "31 s", "24 h",
+// "25 h 30 s".
 func Human(d time.Duration) string {
 	if d >= time.Hour {
+		h := d.Truncate(time.Hour)
+		if rest := d - h; rest >= time.Second {
+			return fmt.Sprintf("%d h %s", int(h.Hours()), Human(rest))
+		}
 		return fmt.Sprintf("%d h", int(d.Hours()))
 	}
 	return fmt.Sprintf("%d s", int(d.Seconds()))

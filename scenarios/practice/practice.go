@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zudojs/bank/bank"
@@ -49,8 +50,11 @@ type Exercise struct {
 	Tips map[string]string
 
 	prepare func(ctx context.Context, db *pgxpool.Pool, m Mode) error
-	judge   func(ctx context.Context, db *pgxpool.Pool, m Mode, printed []string) ([]Finding, error)
-	own     func(ctx context.Context, db *pgxpool.Pool) (string, error)
+	// allow grants the learner's role what it needs of the lab's own
+	// objects that prepare made (on the lab's server, after Confine).
+	allow func(ctx context.Context, db *pgxpool.Pool, role string) error
+	judge func(ctx context.Context, ev evidence, m Mode, printed []string) ([]Finding, error)
+	own   func(ctx context.Context, db *pgxpool.Pool) (string, error)
 }
 
 // Mode is how the learner's work reaches the lab.
@@ -171,6 +175,7 @@ var Exercises = []*Exercise{
 			`relation "idempotency_keys" already exists`: "the lab's database has the bank's tables already, as openBank() makes them: leave out the CREATE TABLE",
 		},
 		prepare: prepareCleanup,
+		allow:   allowRecord,
 		judge:   judgeCleanup,
 		own: func(ctx context.Context, db *pgxpool.Pool) (string, error) {
 			if err := insertLessonKeys(ctx, db); err != nil {
@@ -316,6 +321,8 @@ func (a Attempt) Passed() bool {
 type Ran struct {
 	Printed string
 	Failed  *Finding
+
+	err error // a statement's error, behind Failed (RunSQL)
 }
 
 // CheckExercise prepares a fresh database for ex in mode m, lets run do
@@ -344,6 +351,11 @@ func CheckExercise(ctx context.Context, clones *pgserver.Clones, ex *Exercise, m
 		if url, err = db.Confine(ctx); err != nil {
 			return Attempt{}, err
 		}
+		if ex.allow != nil {
+			if err := ex.allow(ctx, pool, db.Role()); err != nil {
+				return Attempt{}, fmt.Errorf("preparing the exercise: %w", err)
+			}
+		}
 	}
 	ran, err := run(ctx, url, pool)
 	if err != nil {
@@ -353,7 +365,12 @@ func CheckExercise(ctx context.Context, clones *pgserver.Clones, ex *Exercise, m
 	if ran.Failed != nil {
 		a.Findings = append(a.Findings, *ran.Failed)
 	}
-	findings, err := ex.judge(ctx, pool, m, printedLines(ran.Printed))
+	ev, err := openEvidence(ctx, url, db.URL)
+	if err != nil {
+		return a, err
+	}
+	defer ev.close(context.WithoutCancel(ctx))
+	findings, err := ex.judge(ctx, ev, m, printedLines(ran.Printed))
 	if err != nil {
 		return a, err
 	}
@@ -364,6 +381,69 @@ func CheckExercise(ctx context.Context, clones *pgserver.Clones, ex *Exercise, m
 	a.Findings = append(a.Findings, findings...)
 	return a, nil
 }
+
+// evidence is where a judge reads what a run left, so that nothing the
+// learner's code made runs with the lab's rights. The learner owns the
+// database and its tables, so a table the lab reads may have become a view
+// that calls the learner's function, a column may have the learner's type,
+// with the learner's casts and operators, and a schema named after the
+// lab's role would come first on the lab's search_path: read as the lab,
+// any of these ran as a superuser. So the learner's tables are read
+// through the learner's own role (whatever they hook in then runs as
+// them), and the lab's own record (schema bank_lab, which the learner may
+// only add to) as the lab, with every name qualified and search_path
+// pinned in the connection's start-up, which outranks anything the
+// learner set for the database (ALTER DATABASE … SET).
+type evidence struct {
+	tables bank.DB // the learner's database, as the learner's role
+	record bank.DB // the lab's record in it, as the lab
+	conns  []*pgx.Conn
+}
+
+// openEvidence connects to the learner's database as the learner
+// (learnerURL) and as the lab (labURL). The learner's code may have made
+// its own role unusable (a new password, say): then reading its tables
+// fails, and the findings say so.
+func openEvidence(ctx context.Context, learnerURL, labURL string) (evidence, error) {
+	var ev evidence
+	if c, err := pgx.Connect(ctx, learnerURL); err != nil {
+		ev.tables = unreadable{fmt.Errorf("the lab could not connect as your code's role to read what it left: %w", err)}
+	} else {
+		ev.tables, ev.conns = c, append(ev.conns, c)
+	}
+	cfg, err := pgx.ParseConfig(labURL)
+	if err != nil {
+		return ev, err
+	}
+	cfg.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
+	cfg.RuntimeParams["local_preload_libraries"] = ""
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		ev.close(ctx)
+		return ev, err
+	}
+	ev.record, ev.conns = c, append(ev.conns, c)
+	return ev, nil
+}
+
+func (e evidence) close(ctx context.Context) {
+	for _, c := range e.conns {
+		c.Close(ctx)
+	}
+}
+
+// unreadable is a database that cannot be read: every query fails with err.
+type unreadable struct{ err error }
+
+func (u unreadable) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, u.err
+}
+func (u unreadable) Query(context.Context, string, ...any) (pgx.Rows, error) { return nil, u.err }
+func (u unreadable) QueryRow(context.Context, string, ...any) pgx.Row        { return errRow{u.err} }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // OwnSolution runs the lab's own solution on the database CheckExercise
 // prepared, printing what a program would: pass it as CheckExercise's run,
@@ -457,24 +537,33 @@ func noMoreLines(printed []string, n int, what string) []Finding {
 
 // judgeShip reads each line for its meaning, then makes sure it agrees
 // with the orders the database shows.
-func judgeShip(ctx context.Context, db *pgxpool.Pool, _ Mode, printed []string) ([]Finding, error) {
+func judgeShip(ctx context.Context, ev evidence, _ Mode, printed []string) ([]Finding, error) {
 	status := map[int]string{} // "" when there is no such order
-	rows, err := db.Query(ctx, "SELECT id, status FROM orders WHERE id IN (1, 2, 3)")
+	var id int
+	var st string
+	rows, err := ev.tables.Query(ctx, "SELECT id, status FROM orders WHERE id IN (1, 2, 3)")
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&id, &st}, func() error {
+			status[id] = st
+			return nil
+		})
+	}
 	if err != nil {
-		return []Finding{{What: "the orders table can be read", Detail: err.Error()}}, nil
-	}
-	for rows.Next() {
-		var id int
-		var s string
-		if err := rows.Scan(&id, &s); err != nil {
-			return nil, err
-		}
-		status[id] = s
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+		return cannotRead(ctx, "the orders table", err)
 	}
 	return shipFindings(status, printed), nil
+}
+
+// cannotRead is the finding for tables the judge could not read: the
+// learner's code may have changed them in any way (a column's type, a
+// view in a table's place, a function that fails), and that is theirs to
+// fix, not a failure of the lab's; only a run that was stopped (ctx) is
+// an error.
+func cannotRead(ctx context.Context, what string, err error) ([]Finding, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return []Finding{{What: what + " can be read", Detail: err.Error()}}, nil
 }
 
 // shipFindings judges the printed lines and the orders' statuses (by id;
@@ -576,26 +665,50 @@ var lessonKeys = []string{oldCompleted, newCompleted, oldStuck}
 // keyAudit records every key inserted or deleted (and every TRUNCATE) in
 // a schema of the lab's own, so the checks know what a run deleted, not
 // only what it left.
+//
+// The trigger runs as whoever changes the keys (SECURITY INVOKER, the
+// default): the learner's role, which may add rows to the record and do
+// nothing else with it (allowRecord). It must never run as the lab: the
+// learner owns idempotency_keys, and so its columns' types, casts and
+// operators, and a function that runs as another role with those in
+// scope hands the learner that role (a SECURITY DEFINER trigger here ran
+// an assignment cast of the learner's, and COPY … TO PROGRAM in it, as the
+// postgres account). Every name is qualified, pg_catalog's too, and
+// search_path is pinned, so that nothing of the learner's is picked up by
+// name either. The learner can drop the triggers, or add rows of their
+// own: that fools the checks about their own run, and reaches nothing
+// else.
 const keyAudit = `
 CREATE SCHEMA bank_lab;
 CREATE TABLE bank_lab.key_events (id bigserial PRIMARY KEY, op text NOT NULL, user_id bigint, key text);
 CREATE FUNCTION bank_lab.record_key() RETURNS trigger LANGUAGE plpgsql
-  SECURITY DEFINER SET search_path = bank_lab, pg_temp AS $$
+  SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-  IF TG_OP = 'TRUNCATE' THEN
+  IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
     INSERT INTO bank_lab.key_events (op) VALUES ('T');
-  ELSIF TG_OP = 'INSERT' THEN
+  ELSIF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
     INSERT INTO bank_lab.key_events (op, user_id, key) VALUES ('I', NEW.user_id, NEW.key);
   ELSE
     INSERT INTO bank_lab.key_events (op, user_id, key) VALUES ('D', OLD.user_id, OLD.key);
   END IF;
   RETURN NULL;
 END $$;
-CREATE TRIGGER bank_lab_keys AFTER INSERT OR DELETE ON idempotency_keys
+REVOKE ALL ON FUNCTION bank_lab.record_key() FROM PUBLIC;
+CREATE TRIGGER bank_lab_keys AFTER INSERT OR DELETE ON public.idempotency_keys
   FOR EACH ROW EXECUTE FUNCTION bank_lab.record_key();
-CREATE TRIGGER bank_lab_keys_truncate AFTER TRUNCATE ON idempotency_keys
+CREATE TRIGGER bank_lab_keys_truncate AFTER TRUNCATE ON public.idempotency_keys
   FOR EACH STATEMENT EXECUTE FUNCTION bank_lab.record_key();
 `
+
+// allowRecord lets the learner's role add rows to the lab's record of
+// keys, which its statements do through keyAudit's trigger, and nothing
+// more: no SELECT, UPDATE, DELETE or TRUNCATE.
+func allowRecord(ctx context.Context, db *pgxpool.Pool, role string) error {
+	r := pgx.Identifier{role}.Sanitize()
+	_, err := db.Exec(ctx, "GRANT USAGE ON SCHEMA bank_lab TO "+r+"; GRANT INSERT ON TABLE bank_lab.key_events TO "+r+
+		"; GRANT USAGE ON SEQUENCE bank_lab.key_events_id_seq TO "+r)
+	return err
+}
 
 // insertLessonKeys inserts the lesson's three keys, by the lesson's clock.
 func insertLessonKeys(ctx context.Context, db *pgxpool.Pool) error {
@@ -648,48 +761,42 @@ func (r keyRow) String() string {
 
 // judgeCleanup checks the keys the database shows deleted and kept, and
 // that the two printed lines say the same.
-func judgeCleanup(ctx context.Context, db *pgxpool.Pool, m Mode, printed []string) ([]Finding, error) {
+func judgeCleanup(ctx context.Context, ev evidence, m Mode, printed []string) ([]Finding, error) {
 	k := keyState{left: map[string]keyRow{}, inserted: map[string]bool{}, deleted: map[string]bool{}}
 	left := k.left
-	rows, err := db.Query(ctx, "SELECT key, status, created_at, locked_until FROM idempotency_keys ORDER BY key")
-	if err != nil {
-		return []Finding{{What: "the idempotency_keys table can be read", Detail: err.Error()}}, nil
-	}
 	var keptNames []string
-	for rows.Next() {
-		var key string
-		var r keyRow
-		if err := rows.Scan(&key, &r.status, &r.created, &r.lockedUntil); err != nil {
-			return nil, err
-		}
-		if _, dup := left[key]; !dup {
-			keptNames = append(keptNames, key)
-		}
-		left[key] = r
+	var key string
+	var r keyRow
+	rows, err := ev.tables.Query(ctx, "SELECT key, status, created_at, locked_until FROM idempotency_keys ORDER BY key")
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&key, &r.status, &r.created, &r.lockedUntil}, func() error {
+			if _, dup := left[key]; !dup {
+				keptNames = append(keptNames, key)
+			}
+			left[key] = r
+			return nil
+		})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = db.Query(ctx, "SELECT op, coalesce(key, '') FROM bank_lab.key_events ORDER BY id")
 	if err != nil {
-		return []Finding{{What: "the lab's record of deleted keys can be read", Detail: err.Error()}}, nil
+		return cannotRead(ctx, "the idempotency_keys table", err)
 	}
-	for rows.Next() {
-		var op, key string
-		if err := rows.Scan(&op, &key); err != nil {
-			return nil, err
-		}
-		switch op {
-		case "I":
-			k.inserted[key] = true
-		case "D":
-			k.deleted[key] = true
-		case "T":
-			k.truncated = true
-		}
+	var op string
+	rows, err = ev.record.Query(ctx, "SELECT op, coalesce(key, '') FROM bank_lab.key_events ORDER BY id")
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&op, &key}, func() error {
+			switch op {
+			case "I":
+				k.inserted[key] = true
+			case "D":
+				k.deleted[key] = true
+			case "T":
+				k.truncated = true
+			}
+			return nil
+		})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	if err != nil {
+		return cannotRead(ctx, "the lab's record of deleted keys", err)
 	}
 	k.keptNames = keptNames
 	return cleanupFindings(k, m, printed), nil
@@ -738,8 +845,10 @@ func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 		for i, l := range printed {
 			if ws := words(l); len(ws) > 0 && ws[0] == word {
 				var names []string
+				seen := map[string]bool{} // a set: a statement may leave 100,000 keys
 				for _, t := range keyTokenRE.FindAllString(l, -1) {
-					if known[t] && !slices.Contains(names, t) {
+					if known[t] && !seen[t] {
+						seen[t] = true
 						names = append(names, t)
 					}
 				}
@@ -760,14 +869,14 @@ func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 			f.Detail += ": end it with RETURNING key"
 		}
 	case !slices.Equal(dNames, gone):
-		f.Detail = fmt.Sprintf("the database shows %s deleted, but your program printed %q", listOrNone(gone), printed[di])
+		f.Detail = fmt.Sprintf("the database shows %s deleted, but your program printed %q", listOrNone(gone), clip(printed[di]))
 		if len(dNames) == 0 && len(gone) > 0 {
 			f.Detail += ": print the keys your DELETE returned (RETURNING key)"
 		} else {
 			f.Detail += ": print exactly the keys your DELETE returned (RETURNING key)"
 		}
 	default:
-		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", printed[di])
+		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", clip(printed[di]))
 	}
 	out = append(out, f)
 	ki, kNames := find("kept")
@@ -777,14 +886,14 @@ func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 	case ki < 0:
 		f.Detail = fmt.Sprintf("no line starts with kept: the database still has %s; print them as kept: [...] (SELECT key FROM idempotency_keys)", listOrNone(keptNames))
 	case slices.Equal(kNames, keptNames) || m == ProgramMode && slices.Equal(kNames, withoutGuard):
-		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", printed[ki])
+		f.Passed, f.Detail = true, fmt.Sprintf("printed %q", clip(printed[ki]))
 	default:
-		f.Detail = fmt.Sprintf("the database still has %s, but your program printed %q: print the keys left after your DELETE (SELECT key FROM idempotency_keys)", listOrNone(keptNames), printed[ki])
+		f.Detail = fmt.Sprintf("the database still has %s, but your program printed %q: print the keys left after your DELETE (SELECT key FROM idempotency_keys)", listOrNone(keptNames), clip(printed[ki]))
 	}
 	out = append(out, f)
 	for i, l := range printed {
 		if i != di && i != ki {
-			out = append(out, Finding{What: "the two lines and no others", Detail: fmt.Sprintf("also printed %q: print only deleted: and kept:", l), line: true})
+			out = append(out, Finding{What: "the two lines and no others", Detail: fmt.Sprintf("also printed %q: print only deleted: and kept:", clip(l)), line: true})
 			break
 		}
 	}
@@ -835,13 +944,28 @@ func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 var keyTokenRE = regexp.MustCompile(`[A-Za-z0-9_-]+`)
 
 func listOrNone(keys []string) string {
-	switch len(keys) {
-	case 0:
+	switch n := len(keys); {
+	case n == 0:
 		return "no key"
-	case 1:
+	case n == 1:
 		return keys[0]
+	case n > maxListed:
+		return strings.Join(keys[:maxListed], ", ") + fmt.Sprintf(" and %d more", n-maxListed)
 	}
 	return strings.Join(keys[:len(keys)-1], ", ") + " and " + keys[len(keys)-1]
+}
+
+// maxListed is how many keys a finding names; a statement may leave
+// 100,000, and a finding is one line.
+const maxListed = 10
+
+// clip shortens a printed line quoted in a finding to its first 200
+// characters.
+func clip(line string) string {
+	if r := []rune(line); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return line
 }
 
 // retryWant is each outcome's right answer and why: the reason is told
@@ -860,7 +984,7 @@ var retryWant = map[string]struct {
 	"503":     {true, "a 5xx is the server failing, not the request (503: unavailable for now): it may succeed later, and the idempotency key makes the retry safe"},
 }
 
-func judgeShouldRetry(_ context.Context, _ *pgxpool.Pool, _ Mode, printed []string) ([]Finding, error) {
+func judgeShouldRetry(_ context.Context, _ evidence, _ Mode, printed []string) ([]Finding, error) {
 	var out []Finding
 	for i, outcome := range scenarios.RetryOutcomes {
 		want := retryWant[outcome]
@@ -897,7 +1021,7 @@ func RunSQL(ctx context.Context, db bank.DB, ex *Exercise, stmt string) (Ran, er
 		used = max(used, min(n, len(ex.SQLArgs)))
 	}
 	failed := func(err error) (Ran, error) {
-		return Ran{Failed: &Finding{What: "your statement runs", Detail: err.Error()}}, nil
+		return Ran{Failed: &Finding{What: "your statement runs", Detail: err.Error()}, err: err}, nil
 	}
 	rows, err := db.Query(ctx, stmt, ex.SQLArgs[:used]...)
 	if err != nil {
@@ -930,6 +1054,10 @@ func RunSQL(ctx context.Context, db bank.DB, ex *Exercise, stmt string) (Ran, er
 	}
 	kept, err := keyNames(ctx, db)
 	if err != nil {
+		var pgErr interface{ SQLState() string }
+		if errors.As(err, &pgErr) { // what the statement did to its session or the table
+			return failed(fmt.Errorf("after it ran, the keys left could not be read: %w", err))
+		}
 		return Ran{}, err
 	}
 	slices.Sort(deleted)
@@ -937,3 +1065,61 @@ func RunSQL(ctx context.Context, db bank.DB, ex *Exercise, stmt string) (Ran, er
 }
 
 var paramRE = regexp.MustCompile(`\$(\d+)`)
+
+// SQLTimeout bounds a learner's statement (--sql), as a program is
+// bounded by its own 30 s.
+const SQLTimeout = 30 * time.Second
+
+// TooLong is a learner's statement that the lab stopped: it ran longer
+// than Limit, or waited longer than Limit for a lock (Lock).
+type TooLong struct {
+	Limit time.Duration
+	Lock  bool
+}
+
+func (e *TooLong) Error() string {
+	if e.Lock {
+		return fmt.Sprintf("your SQL waited longer than %g s for a lock and was stopped (lock_timeout): look for a LOCK or pg_advisory_lock it waits on: the clean-up needs no lock of its own", e.Limit.Seconds())
+	}
+	return fmt.Sprintf("your SQL ran longer than %g s and was stopped (statement_timeout): a DELETE of this exercise's four rows takes milliseconds, so look for a pg_sleep, or a loop that never ends", e.Limit.Seconds())
+}
+
+// RunLearnerSQL runs a learner's statement (--sql) as RunSQL does, on a
+// session of its own on the database at url (the learner's role), whose
+// statement_timeout and idle_in_transaction_session_timeout are limit,
+// and lock_timeout a third of it: set in the session's start-up, so
+// that the statement can change them for later statements, not for
+// itself. A statement stopped by one of them is a *TooLong error; so is
+// one still running limit and 5 s later (the session is then closed,
+// and its backend ends with the database, which is dropped after the
+// run). Nothing of the session outlives the call.
+func RunLearnerSQL(ctx context.Context, url string, ex *Exercise, stmt string, limit time.Duration) (Ran, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return Ran{}, err
+	}
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	cfg.RuntimeParams["statement_timeout"] = ms(limit)
+	cfg.RuntimeParams["lock_timeout"] = ms(limit / 3)
+	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = ms(limit)
+	sqlCtx, cancel := context.WithTimeout(ctx, limit+5*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(sqlCtx, cfg)
+	if err != nil {
+		return Ran{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ran, err := RunSQL(sqlCtx, conn, ex, stmt)
+	var pgErr *pgconn.PgError
+	switch {
+	case ctx.Err() != nil:
+		return Ran{}, ctx.Err()
+	case sqlCtx.Err() != nil:
+		return Ran{}, &TooLong{Limit: limit}
+	case errors.As(ran.err, &pgErr) && pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout"):
+		return Ran{}, &TooLong{Limit: limit}
+	case errors.As(ran.err, &pgErr) && pgErr.Code == "55P03" && strings.Contains(pgErr.Message, "lock timeout"):
+		return Ran{}, &TooLong{Limit: limit / 3, Lock: true}
+	}
+	return ran, err
+}

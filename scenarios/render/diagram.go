@@ -135,7 +135,9 @@ func DrawDiagram(w io.Writer, rec *Recording, on bool, width int) {
 func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 	names := lanes(rec)
 	if len(names) == 0 {
-		fmt.Fprintln(w, p.dim.Sprint("(nothing in this story talks to anything else: its lines follow)"))
+		for _, l := range wrap("(one program and its database, one statement after another: no messages between actors to draw; its lines follow)", diagramWidth) {
+			fmt.Fprintln(w, p.dim.Sprint(l))
+		}
 	}
 	span := (diagramWidth - clockWidth) / max(1, len(names))
 	x := make(map[string]int, len(names))
@@ -164,7 +166,12 @@ func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 		e := events[i]
 		switch e.Kind {
 		case "step":
-			fmt.Fprintln(w, p.title.Sprint(strings.Repeat(" ", clockWidth)+"» "+e.Text))
+			for i, l := range wrap("» "+e.Text, diagramWidth-clockWidth-2) {
+				if i > 0 {
+					l = "  " + l
+				}
+				fmt.Fprintln(w, p.title.Sprint(strings.Repeat(" ", clockWidth)+l))
+			}
 		case "line", "response":
 			for _, l := range wrap(e.Text, diagramWidth-clockWidth-2) {
 				fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+"  "+l))

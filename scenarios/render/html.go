@@ -41,6 +41,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <body>
 {{range .Runs}}<section class="run" data-scenario="{{.Name}}">
 <h1>{{.Name}}</h1><p class="summary">{{.Summary}}</p>
+{{if .About}}<p class="note">{{.About}}</p>{{end}}
 {{.SVG}}
 {{range .Steps}}<div class="step-card"><h2>{{.Title}}</h2>
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}
@@ -60,6 +61,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 // pageRun is one recording as the page template reads it.
 type pageRun struct {
 	Name, Summary string
+	About         string // what --explain says under the title
 	SVG           template.HTML
 	Steps         []StepView
 	Checks        []lab.Result
@@ -75,7 +77,7 @@ func WriteHTML(w io.Writer, recs []*Recording) error {
 	}{CSS: template.CSS(PageCSS)}
 	for _, r := range recs {
 		data.Runs = append(data.Runs, pageRun{
-			Name: r.Scenario.Name, Summary: r.Scenario.Summary,
+			Name: r.Scenario.Name, Summary: r.Scenario.Summary, About: r.Scenario.About,
 			SVG:   template.HTML(SVG(r, 1<<30)), // built from escaped text only
 			Steps: Steps(r), Checks: r.Verdict.Results,
 		})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/fatih/color"
@@ -36,7 +37,7 @@ func columns(n int) int {
 
 // Options choose how a transcript is shown.
 type Options struct {
-	Explain bool // print each step's note before it
+	Explain bool // print the story's About under its title, and each step's note before it
 	Color   bool
 	// Width is the columns every line fits: Width when 0, no limit when
 	// below 0 (as the quiz reads a run). Lines are broken at spaces, never
@@ -126,6 +127,11 @@ func (p *textPrinter) Event(e lab.Event) {
 	case "scenario":
 		p.sc = e.Scenario
 		p.print(fmt.Sprintf("== %s: %s", p.sc.Name, p.sc.Summary), "   ", p.title)
+		if p.o.Explain && p.sc.About != "" {
+			for _, l := range strings.Split(strings.TrimRight(p.sc.About, "\n"), "\n") {
+				p.print("   "+l, "     ", p.dim)
+			}
+		}
 		fmt.Fprintln(p.w)
 	case "verdict":
 		if p.diagram != nil {
@@ -228,7 +234,7 @@ func fold(s string, width int, cont string) []string {
 		lead := len(r) - len([]rune(strings.TrimLeft(s, " ")))
 		cut := -1
 		for i := width; i > lead; i-- {
-			if r[i] == ' ' {
+			if r[i] == ' ' && !unitAfter(r, i) {
 				cut = i
 				break
 			}
@@ -250,6 +256,23 @@ func fold(s string, width int, cont string) []string {
 			return append(out, s) // no room past the indentation
 		}
 	}
+}
+
+// unitAfter says whether the space at i sits between a number and its
+// unit ("30 s", "24 h", "3 days"), which a line must not part.
+func unitAfter(r []rune, i int) bool {
+	if i == 0 || r[i-1] < '0' || r[i-1] > '9' {
+		return false
+	}
+	word := r[i+1:]
+	if j := strings.IndexFunc(string(word), func(c rune) bool { return !unicode.IsLetter(c) }); j >= 0 {
+		word = []rune(string(word)[:j])
+	}
+	switch string(word) {
+	case "s", "h", "days":
+		return true
+	}
+	return false
 }
 
 // mark says, under the line that answers a prediction, whether it was right.

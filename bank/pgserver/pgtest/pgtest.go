@@ -61,7 +61,11 @@ func Run(m *testing.M, tmpl pgserver.Template) int {
 	}
 	clones = c
 	defer removeSeed()
-	return m.Run()
+	code := m.Run()
+	if server != nil && c.Confined() {
+		server.MeasureAtStop()
+	}
+	return code
 }
 
 // AdminURL connects to the test server's maintenance database.

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zudojs/bank/bank"
@@ -86,30 +87,43 @@ const (
 
 // Result is one line of the report card, with its evidence.
 type Result struct {
-	Name       string   `json:"name"`
-	Title      string   `json:"title"`
-	Required   bool     `json:"required"`
-	Verdict    string   `json:"verdict"`
-	Why        string   `json:"why"`
-	Mistake    string   `json:"mistake,omitempty"`   // on a failure the evidence fits: the lesson's mistake, by name
-	LooksLike  string   `json:"looksLike,omitempty"` // and in the lesson's words
-	See        string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
-	Evidence   []string `json:"evidence"`
-	Runs       int      `json:"runs"`       // how many times it ran (--repeat)
-	FailedRuns int      `json:"failedRuns"` // and how many of those failed
-	Points     int      `json:"points"`     // what it earned: its worth if it passed, else 0
-	MaxPoints  int      `json:"maxPoints"`  // its worth, or 0 when it did not apply
+	Name        string   `json:"name"`
+	Title       string   `json:"title"`
+	Required    bool     `json:"required"`
+	Verdict     string   `json:"verdict"`
+	Why         string   `json:"why"`
+	Mistake     string   `json:"mistake,omitempty"`   // on a failure the evidence fits: the lesson's mistake, by name
+	LooksLike   string   `json:"looksLike,omitempty"` // and in the lesson's words
+	See         string   `json:"see,omitempty"`       // on a failure: the command that shows it done right
+	Evidence    []string `json:"evidence"`
+	Runs        int      `json:"runs"`        // how many times it ran (--repeat)
+	FailedRuns  int      `json:"failedRuns"`  // and how many of those failed
+	UnknownRuns int      `json:"unknownRuns"` // and how many could not tell
+	Writes      int      `json:"writes"`      // the rows the server wrote in its database during the check, as the witness saw them (-1: no witness)
+	Points      int      `json:"points"`      // what it earned: its worth if it passed, else 0
+	MaxPoints   int      `json:"maxPoints"`   // its worth, or 0 when it did not apply
 
 	Recording *render.Recording `json:"-"` // what the grader did and saw, as it happened, for the check's diagram
 }
 
 // Report is the whole card.
 type Report struct {
-	Results   []Result `json:"checks"`
-	Passed    bool     `json:"passed"`    // every required check passed
-	Points    int      `json:"points"`    // the checks' points, added up
-	MaxPoints int      `json:"maxPoints"` // out of
+	Results []Result `json:"checks"`
+	// Verdict is the grade's: Pass (every required check passed), Fail
+	// (one failed), Unknown (none failed, but one could not tell, or the
+	// grade stopped as the machine was too slow to start the server), or
+	// Stopped (the server could not be run: the checks after it were not).
+	Verdict   string   `json:"verdict"`
+	Passed    bool     `json:"passed"`            // Verdict is Pass
+	Points    int      `json:"points"`            // the checks' points, added up
+	MaxPoints int      `json:"maxPoints"`         // out of
+	NotRun    []string `json:"notRun"`            // the checks the grade never ran, as it stopped
+	Stopped   string   `json:"stopped,omitempty"` // why the grade stopped before its end
 }
+
+// Stopped is a grade's verdict when it ended before its checks did: the
+// server could not be started.
+const Stopped = "stopped"
 
 // Check is one fault the grader throws, and what a good server does.
 type Check struct {
@@ -231,13 +245,24 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	close(work)
 	wg.Wait()
 
-	var rep Report
+	rep := Report{NotRun: []string{}}
 	for i := range checks {
 		if r, ok := merge(runs[i]); ok {
 			rep.Results = append(rep.Results, r)
+		} else {
+			rep.NotRun = append(rep.NotRun, checks[i].Name)
 		}
 	}
 	score(&rep, cfg.Points)
+	if se, ok := IsStartError(firstErr); ok {
+		rep.Stopped = se.Why
+		if rep.Verdict != Fail {
+			rep.Verdict, rep.Passed = Stopped, false
+			if se.Busy {
+				rep.Verdict = Unknown
+			}
+		}
+	}
 	if firstErr != nil {
 		return rep, firstErr
 	}
@@ -268,8 +293,8 @@ func runOnce(ctx context.Context, cfg *Config, c Check, n int) (Result, error) {
 // that did), passed if any passed, else not applicable. ok is false when
 // a run is missing (the grade ended before it).
 func merge(runs []*Result) (Result, bool) {
-	failed, passed := 0, 0
-	var firstFail, firstPass *Result
+	failed, passed, unknown := 0, 0, 0
+	var firstFail, firstPass, firstUnknown *Result
 	for _, r := range runs {
 		if r == nil {
 			return Result{}, false
@@ -285,6 +310,11 @@ func merge(runs []*Result) (Result, bool) {
 			if firstPass == nil {
 				firstPass = r
 			}
+		case Unknown:
+			unknown++
+			if firstUnknown == nil {
+				firstUnknown = r
+			}
 		}
 	}
 	res := *runs[0]
@@ -293,16 +323,22 @@ func merge(runs []*Result) (Result, bool) {
 		res = *firstFail
 	case firstPass != nil:
 		res = *firstPass
+	case firstUnknown != nil:
+		res = *firstUnknown
 	}
-	res.Runs, res.FailedRuns = len(runs), failed
+	res.Runs, res.FailedRuns, res.UnknownRuns = len(runs), failed, unknown
 	if len(runs) > 1 {
+		others := ""
+		if unknown > 0 && res.Verdict != Unknown {
+			others = fmt.Sprintf(" (%d could not tell)", unknown)
+		}
 		switch {
 		case failed > 0:
-			res.Why = fmt.Sprintf("failed %d of %d runs; the first that failed: %s", failed, len(runs), res.Why)
+			res.Why = fmt.Sprintf("failed %d of %d runs%s; the first that failed: %s", failed, len(runs), others, res.Why)
 		case passed < len(runs) && passed > 0:
-			res.Why = fmt.Sprintf("passed %d of %d runs (not applicable in the others): %s", passed, len(runs), res.Why)
+			res.Why = fmt.Sprintf("passed %d of %d runs%s: %s", passed, len(runs), map[bool]string{true: others, false: " (not applicable in the others)"}[unknown > 0], res.Why)
 		default:
-			res.Why = fmt.Sprintf("%s in all %d runs: %s", map[string]string{Pass: "passed", NA: "not applicable"}[res.Verdict], len(runs), res.Why)
+			res.Why = fmt.Sprintf("%s in all %d runs: %s", map[string]string{Pass: "passed", NA: "not applicable", Unknown: "could not tell"}[res.Verdict], len(runs), res.Why)
 		}
 	}
 	return res, true
@@ -327,10 +363,12 @@ func ParsePoints(pairs []string) (map[string]int, error) {
 }
 
 // score gives each check its points (1, or what points says for its name)
-// when it passed, and totals them; a check that did not apply counts for
-// neither side. The report passes when every required check did.
+// when it passed, and totals them; a check that did not apply, or could
+// not tell, counts for neither side. The report passes when every
+// required check did; it fails when one failed; otherwise, with a
+// required check that could not tell, it is unknown.
 func score(rep *Report, points map[string]int) {
-	rep.Passed, rep.Points, rep.MaxPoints = true, 0, 0
+	rep.Verdict, rep.Points, rep.MaxPoints = Pass, 0, 0
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		worth, ok := points[r.Name]
@@ -338,7 +376,7 @@ func score(rep *Report, points map[string]int) {
 			worth = 1
 		}
 		r.Points, r.MaxPoints = 0, 0
-		if r.Verdict != NA {
+		if r.Verdict != NA && r.Verdict != Unknown {
 			r.MaxPoints = worth
 		}
 		if r.Verdict == Pass {
@@ -346,10 +384,14 @@ func score(rep *Report, points map[string]int) {
 		}
 		rep.Points += r.Points
 		rep.MaxPoints += r.MaxPoints
-		if r.Required && r.Verdict == Fail {
-			rep.Passed = false
+		switch {
+		case r.Required && r.Verdict == Fail:
+			rep.Verdict = Fail
+		case r.Required && r.Verdict == Unknown && rep.Verdict == Pass:
+			rep.Verdict = Unknown
 		}
 	}
+	rep.Passed = rep.Verdict == Pass
 }
 
 // runCheck runs check c once: its run n of the grade (0 for the first).
@@ -360,20 +402,28 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		return res, err
 	}
 	defer drop()
-	pcfg, err := pgxpool.ParseConfig(url)
+	// Two pools: the admin's, for PostgreSQL's own views (locks,
+	// sessions), the witness and the gate, its search_path pinned to the
+	// catalog, so that nothing the server made can stand in for what it
+	// names; and the server's own role's, for every read of the bank's
+	// tables, so that whatever the server put in them (a view, a function,
+	// an operator of its own) runs with the server's rights, never the
+	// lab's. The grader's sessions say so in application_name.
+	pool, err := newPool(ctx, url, "pg_catalog")
 	if err != nil {
 		return res, err
 	}
-	// The grader's own sessions say so, to tell them from the server's.
-	pcfg.ConnConfig.RuntimeParams["application_name"] = graderApp
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	defer closePool(pool)
+	// Its own pool even where the two URLs are one (a superuser's
+	// --database-url): the admin's search_path would hide the bank.
+	bankPool, err := newPool(ctx, serverURL, "")
 	if err != nil {
 		return res, err
 	}
-	defer pool.Close()
+	defer closePool(bankPool)
 	rec := record.New(c.Name, c.Title, wire)
 	res.Recording = rec.Recording()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, url: serverURL, res: &res, run: n, rec: rec}
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, bank: bankPool, url: serverURL, res: &res, run: n, rec: rec}
 	defer t.close()
 	for i := 0; i < max(1, c.Servers); i++ {
 		if err := t.startServer(); err != nil {
@@ -385,7 +435,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 			return res, err
 		}
 	}
-	before, err := readBank(ctx, pool)
+	before, err := readBank(ctx, bankPool)
 	if err != nil {
 		return res, err
 	}
@@ -396,10 +446,16 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 	if err := t.serversHeld(); err != nil {
 		return res, err
 	}
-	if res.Verdict != NA {
-		if err := t.catch(func(t *trial) { t.invariants() }); err != nil {
-			return res, err
+	if err := t.catch(func(t *trial) { t.invariants(res.Verdict == NA || res.Verdict == Unknown) }); err != nil {
+		return res, err
+	}
+	res.Writes = -1
+	if err := t.catch(func(t *trial) {
+		if t.witnessed() {
+			res.Writes = len(t.writesSince(0))
 		}
+	}); err != nil {
+		return res, err
 	}
 	// A failure names a mistake only where its evidence fits one (the
 	// check said so with failAs); the command that shows the check's
@@ -412,6 +468,35 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 		res.Mistake, res.LooksLike, res.See = "", "", ""
 	}
 	return res, nil
+}
+
+// newPool connects to url as the grader, with search_path pinned where
+// it is not "".
+func newPool(ctx context.Context, url, searchPath string) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = graderApp
+	if searchPath != "" {
+		pcfg.ConnConfig.RuntimeParams["search_path"] = searchPath
+	}
+	return pgxpool.NewWithConfig(ctx, pcfg)
+}
+
+// closePool closes a check's pool, waiting at most a few seconds for a
+// session still in use (one a hostile server's answer left waiting, say):
+// the grade goes on, and the process's end closes what is left.
+func closePool(pool *pgxpool.Pool) {
+	done := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
 }
 
 // unsureError means a check's own servers were not the ones answering at
@@ -437,7 +522,10 @@ func (t *trial) serversHeld() error {
 }
 
 // catch runs a check; a server that cannot be restarted inside it ends
-// the run (errAbort carries why).
+// the run (errAbort carries why). What the grader cannot read of the
+// bank because the server changed it (a table dropped or altered, a row
+// gone) fails the check, saying so: it is the server's doing, not the
+// lab's.
 func (t *trial) catch(run func(t *trial)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -445,11 +533,32 @@ func (t *trial) catch(run func(t *trial)) (err error) {
 			if !ok {
 				panic(r)
 			}
+			if why := serversDoing(a.err); why != "" && t.ctx.Err() == nil {
+				t.fail("the grader could not read the bank: %s (%s): the lesson's tables must stay as they were given, with their rows", why, a.err)
+				err = nil
+				return
+			}
 			err = a.err
 		}
 	}()
 	run(t)
 	return nil
+}
+
+// serversDoing says, of an error reading the check's database, what the
+// server did to cause it, or "" when it is not the server's doing.
+func serversDoing(err error) string {
+	var pgErr *pgconn.PgError
+	var scan pgx.ScanArgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "a row it expects is not there"
+	case errors.As(err, &scan):
+		return "a value it reads is not what the lesson's schema holds"
+	case errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "42") || strings.HasPrefix(pgErr.Code, "22")):
+		return "a table or column it reads is gone or changed"
+	}
+	return ""
 }
 
 // abort stops a check on an environment failure (a server that will not

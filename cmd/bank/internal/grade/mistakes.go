@@ -18,7 +18,9 @@ var (
 	mNoIdempotency = mistake{"no-keys",
 		"no idempotency: the retry ran the transfer again instead of replaying the stored answer", "bank scenario retry-safe"}
 	mNotMarked = mistake{"replay-not-marked",
-		"the stored answer is not sent back as it was first sent", "bank scenario retry-safe"}
+		"a replay is not marked Idempotent-Replayed: true, so a client cannot tell it from a new transfer", "bank scenario retry-safe"}
+	mReplayDiffers = mistake{"replay-differs",
+		"the stored answer is not sent back as it was first sent: a client that lost the first answer is told something else", "bank scenario retry-safe"}
 	mRawFingerprint = mistake{"raw-fingerprint",
 		"the fingerprint hashes the raw bytes, so the same request written differently looks like another", "bank scenario key-misuse"}
 	mNoFingerprint = mistake{"no-fingerprint",
@@ -44,9 +46,22 @@ var (
 	mMemoryKeys = mistake{"memory-keys",
 		"keys kept in one server's memory: a restart forgets them, and another instance never sees them", "bank mistake memory-keys"}
 	mKeysNotShared = mistake{"keys-not-shared",
-		"keys not shared between the instances (kept in one server's memory, or not kept at all): a copy that reaches another instance runs again", "bank mistake memory-keys"}
+		"a key in progress not shared between the instances (its claim or its lock kept in one server's memory, or the key not kept at all): a copy that reaches another instance while the first works runs again", "bank mistake memory-keys"}
 	mNoLookup = mistake{"no-lookup",
 		"no way for a client to ask what became of a request it lost the answer to", "bank scenario unknown-outcome"}
 	mNoRecovery = mistake{"no-recovery",
 		"a server that does not get over a cancelled statement", "bank scenario atomic"}
 )
+
+// mistakeNamed finds one of the mistakes above by its name (as bank
+// torture's diagnosis names them).
+func mistakeNamed(name string) (mistake, bool) {
+	for _, m := range []mistake{mTransfer, mNoIdempotency, mNotMarked, mReplayDiffers, mRawFingerprint, mNoFingerprint, mUnscoped,
+		mKeyOptional, mRefusalRerun, mReplay500, mCheckThenInsert, mNoExpiry, mSecondTransaction, mLockTTL, mNoFencing,
+		mMemoryKeys, mKeysNotShared, mNoLookup, mNoRecovery} {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return mistake{}, false
+}

@@ -9,13 +9,16 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 )
 
 // StartError is a server that exited before it listened, or never
@@ -23,6 +26,7 @@ import (
 type StartError struct {
 	Why    string // what went wrong
 	Stderr string // the last lines the server wrote
+	Busy   bool   // the machine was too busy to tell: the server never listened, but was still at work
 }
 
 func (e *StartError) Error() string { return e.Why }
@@ -68,7 +72,8 @@ func (in *instance) start(ctx context.Context) error {
 		return &StartError{Why: fmt.Sprintf("cannot start %s: %v; check the command after --", in.cfg.Command[0], err)}
 	}
 	in.g = g
-	deadline := time.Now().Add(in.cfg.StartTimeout)
+	deadline := pace.After(in.cfg.StartTimeout)
+	cpu0, _ := pace.GroupCPU(g.PID())
 	addr := "127.0.0.1:" + strconv.Itoa(in.port)
 	stranger := false // someone else listens on the port
 	for {
@@ -97,8 +102,14 @@ func (in *instance) start(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
-		if time.Now().After(deadline) {
+		if deadline.Passed() {
+			// Busy, and the server at work (it used the processor), it may
+			// just be slow; idle, it is stuck, however busy the machine.
+			cpu, known := pace.GroupCPU(g.PID())
 			g.Kill()
+			if deadline.Busy() && (!known || cpu-cpu0 >= 100*time.Millisecond) {
+				return &StartError{Busy: true, Stderr: in.output.LastLines(10), Why: fmt.Sprintf("the server did not listen on 127.0.0.1:$PORT within %s%s, and the machine was too busy to tell whether it ever would: grade again when the machine is quieter, or give it longer with --start-timeout", in.cfg.StartTimeout, deadline.Stretched())}
+			}
 			return &StartError{Why: fmt.Sprintf("the server did not listen on 127.0.0.1:$PORT within %s: it must take its port from the PORT variable (or give it longer with --start-timeout)", in.cfg.StartTimeout), Stderr: in.output.LastLines(10)}
 		}
 	}
@@ -148,7 +159,10 @@ type proxy struct {
 	inFlight atomic.Int64 // requests forwarded and not yet answered
 	loseNext atomic.Int64 // lose this many replies, then none
 	lost     atomic.Int64 // replies lost so far
-	loseRate func() bool  // for torture: lose this reply?
+
+	lostMu   sync.Mutex
+	kept     []reply     // the first replies it lost, as the server sent them (a few)
+	loseRate func() bool // for torture: lose this reply?
 }
 
 func startProxy(upstream func() string, server string, rec *record.Recorder) (*proxy, error) {
@@ -157,7 +171,7 @@ func startProxy(upstream func() string, server string, rec *record.Recorder) (*p
 		return nil, fmt.Errorf("starting the grader's proxy: %w", err)
 	}
 	p := &proxy{upstream: upstream, server: server, rec: rec, ln: ln, http: &http.Client{Timeout: 60 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true, MaxResponseHeaderBytes: maxBody}}}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 5 * time.Second}
 	go p.srv.Serve(ln)
 	return p, nil
@@ -170,8 +184,13 @@ func (p *proxy) close() {
 	p.http.CloseIdleConnections()
 }
 
+// maxBody is as much of an answer as the grader reads (the contract's
+// answers are a few hundred bytes): a server that sends more, or for
+// ever, is cut off there, and the grader's memory stays bounded.
+const maxBody = 64 << 10
+
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream()+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		hangUp(w)
@@ -186,9 +205,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.inFlight.Add(1)
 	resp, err := p.http.Do(req)
 	p.inFlight.Add(-1)
-	var reply []byte
+	var answer []byte
 	if err == nil {
-		reply, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		answer, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
 		resp.Body.Close()
 	}
 	if err != nil {
@@ -200,10 +219,12 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hangUp(w) // the server died or hung up: so does the network
 		return
 	}
-	label, mark := p.rec.Answer(p.server, x, resp.StatusCode, strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"), reply)
+	label, mark := p.rec.Answer(p.server, x, resp.StatusCode, strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"), answer)
 	p.rec.Arrow(p.server, record.ActorProxy, label, mark)
 	if p.lose() {
 		p.lost.Add(1)
+		p.keep(reply{Status: resp.StatusCode, Body: string(bytes.TrimSpace(answer)),
+			Replayed: strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"), RetryAfter: resp.Header.Get("Retry-After")})
 		p.rec.Arrow(record.ActorProxy, record.ActorApp, label+", never reaches the app", "lost")
 		hangUp(w)
 		return
@@ -212,9 +233,26 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 	w.WriteHeader(resp.StatusCode)
-	w.Write(reply)
+	w.Write(answer)
+}
+
+// keep remembers a lost reply (the first few).
+func (p *proxy) keep(r reply) {
+	p.lostMu.Lock()
+	defer p.lostMu.Unlock()
+	if len(p.kept) < 8 {
+		p.kept = append(p.kept, r)
+	}
+}
+
+// lostReplies are the first replies the proxy lost, as the server sent
+// them.
+func (p *proxy) lostReplies() []reply {
+	p.lostMu.Lock()
+	defer p.lostMu.Unlock()
+	return slices.Clone(p.kept)
 }
 
 func (p *proxy) lose() bool {

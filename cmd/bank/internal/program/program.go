@@ -121,8 +121,8 @@ func (s outputStream) Write(p []byte) (int, error) {
 // bounded parts are held. A program that exits with an error is a Result
 // like any other; an error means it could not be run at all.
 func Run(ctx context.Context, program []string, env []string) (*Result, error) {
-	// The group starts it through a shell, which would report a missing
-	// program as its own exit 127: look first.
+	// The group starts it through a keeper (on macOS, a shell), which
+	// would report a missing program in words of its own: look first.
 	if _, err := exec.LookPath(program[0]); err != nil {
 		return nil, fmt.Errorf("cannot run %s: %w", program[0], err)
 	}

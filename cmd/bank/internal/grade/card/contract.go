@@ -59,11 +59,17 @@ POST /transfers
          the first answer's status and body again, never a second
          transfer; a refusal (below) is replayed the same way
   r      on a replay, the header Idempotent-Replayed: true
-  R 409  a copy that arrives while the first is still being processed;
-         the grader retries it (Retry-After: 1 is the lesson's, and the
-         grader honours it, but does not require it). A copy that waits
-         for the first and then gets its answer is accepted too, but then
-         the claim is not committed before the work, and pause is n/a
+  R 409  a copy that arrives while the first is still being processed
+         (recommended: the lesson's); the grader retries it
+         (Retry-After: 1 is the lesson's, and the grader honours it, but
+         does not require it). Also accepted, as the lesson's own run
+         shows ("either way the money moves once"): a copy made to wait,
+         in PostgreSQL or in your code, that then gets the first's
+         stored answer, or takes the key over once its lock has expired
+         and makes the transfer itself. Either way money moves once, and
+         a first request that lost its lock must not commit its transfer
+         (with a claim not committed before the work, nothing is left to
+         take over, and pause is n/a)
   R 422  the same key with a different request: refused, no money moves
          (any 4xx but 409 and 429 is accepted; 422 is the lesson's)
   R 422  a business refusal (insufficient funds, a frozen account, …):
@@ -92,11 +98,15 @@ POST /transfers
   R  kept where every instance sees it and a restart does not lose it:
      two instances share one database, and a copy may reach either
   R  the answer stored in the same database transaction as the transfer
-     (checked from PostgreSQL: some row your server writes must be
-     written by the transaction that inserted the transfers row, or a
-     crash between two commits makes the retry transfer again)
-  R  a claim's lock expires after LOCK_TTL_MS, so that a retry after a
-     crash takes the key over and makes the transfer
+     (checked from PostgreSQL's record of your writes: the top-level
+     transaction that inserted the transfers row, a savepoint in it
+     included, must also write the key's state: a row naming the key,
+     the row its claim wrote, or the transfers row carrying the key;
+     then your server is killed at its first write after that commit,
+     and the retry must not transfer again)
+  R  a claim's lock expires after LOCK_TTL_MS (not before, not long
+     after), so that a retry after a crash takes the key over and makes
+     the transfer
   R  a fencing token: completing a key checks, inside the transfer's
      transaction, that this request still holds the lock; a server that
      lost its lock to a takeover rolls its transfer back
@@ -121,11 +131,12 @@ table: what bank serve does, and where it departs on purpose):
 GET /transfers?key=KEY   (r: the lookup check)
   200 {"key":"…","status":"completed"|"in_progress", …} for a key of the
       user's; a completed one may add "responseStatus" and "responseBody"
-  404 for a key the user never sent
+  404 for a key the user never sent, another user's key included
 
 How the faults are thrown: through PostgreSQL and signals, with no hook in
 your code. The grader locks Ada's account row (or holds a SHARE lock on
-your own tables) until your server's session waits on it
+your own tables, or holds your transactions at their first write, as
+its record of your writes lets it) until your server's session waits on it
 (pg_blocking_pids), then kills (SIGKILL), pauses (SIGSTOP) or stops
 (SIGTERM) your server, or cancels its statement (pg_cancel_backend); its
 proxy loses replies after your server has sent them.

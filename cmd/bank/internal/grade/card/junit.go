@@ -77,8 +77,17 @@ func JUnit(w io.Writer, rep grade.Report, command []string, lockTTL, took time.D
 		case grade.NA:
 			s.Skipped++
 			c.Skipped = &junitMessage{Message: r.Why}
+		case grade.Unknown:
+			s.Skipped++
+			c.Skipped = &junitMessage{Message: "could not tell: " + r.Why}
 		}
 		s.Cases = append(s.Cases, c)
+	}
+	for _, name := range rep.NotRun {
+		s.Tests++
+		s.Skipped++
+		s.Cases = append(s.Cases, junitCase{Name: name, Classname: "bank.grade", Time: "0",
+			Skipped: &junitMessage{Message: "not run: the grade stopped before it: " + rep.Stopped}})
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

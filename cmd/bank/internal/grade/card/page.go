@@ -24,10 +24,11 @@ var gradePage = template.Must(template.New("grade").Parse(`<!DOCTYPE html>
 <style>{{.CSS}}</style></head>
 <body>
 <h1>report card for: {{.Command}}</h1>
-<p class="summary">LOCK_TTL_MS={{.TTL}}. {{.Tally}}. verdict: {{if .Passed}}<span class="holds">PASS</span> (every required check held){{else}}<span class="broken">FAIL</span> (see the checks marked FAIL, and run the command each one names){{end}}</p>
+<p class="summary">LOCK_TTL_MS={{.TTL}}. {{.Tally}}. verdict: <span class="{{.VerdictClass}}">{{.Verdict}}</span> ({{.VerdictWhy}})</p>
 <p class="note">Each check's diagram is what the grader did and saw, as it happened, the clock counting from the check's start. app is the grader's own client, which also throws the faults (it kills, pauses and restarts the servers) and holds its own locks in PostgreSQL; proxy is the grader's proxy in front of each server, which can lose a reply after the server sent it; server A (and B) are your server's processes.</p>
 <table class="keys card"><tr><th>check</th><th>verdict</th><th>what it throws</th></tr>
 {{range .Checks}}<tr><td><a href="#check-{{.Name}}">{{.Name}}</a></td><td class="{{.Class}}">{{.Mark}}</td><td>{{.Title}}</td></tr>
+{{end}}{{range .NotRun}}<tr><td>{{.}}</td><td class="na">not run</td><td>(the grade stopped before it)</td></tr>
 {{end}}</table>
 {{range .Checks}}<section class="check" id="check-{{.Name}}" data-check="{{.Name}}" data-verdict="{{.Verdict}}">
 <h2><span class="{{.Class}}">{{.Mark}}</span> {{.Name}}: {{.Title}}</h2>
@@ -56,12 +57,14 @@ type pageCheck struct {
 // and its evidence. Nothing is fetched.
 func Page(w io.Writer, rep grade.Report, command []string, lockTTL time.Duration) error {
 	data := struct {
-		CSS                 template.CSS
-		Command, TTL, Tally string
-		Passed              bool
-		Checks              []pageCheck
+		CSS                               template.CSS
+		Command, TTL, Tally               string
+		Verdict, VerdictWhy, VerdictClass string
+		Checks                            []pageCheck
+		NotRun                            []string
 	}{CSS: template.CSS(render.PageCSS + pageCSS), Command: strings.Join(command, " "), TTL: strconv.FormatInt(lockTTL.Milliseconds(), 10),
-		Passed: rep.Passed, Tally: tally(rep)}
+		Tally: tally(rep), NotRun: rep.NotRun, VerdictClass: map[bool]string{true: "holds", false: "broken"}[rep.Verdict == grade.Pass]}
+	data.Verdict, data.VerdictWhy = verdict(rep)
 	for _, r := range rep.Results {
 		c := pageCheck{Name: r.Name, Title: r.Title, Verdict: r.Verdict, Why: r.Why, See: r.See, Evidence: r.Evidence, Failed: r.Verdict == grade.Fail}
 		if !r.Required {
@@ -72,6 +75,8 @@ func Page(w io.Writer, rep grade.Report, command []string, lockTTL time.Duration
 			c.Mark, c.Class = "pass", "holds"
 		case grade.Fail:
 			c.Mark, c.Class, c.LooksLike = "FAIL", "broken", looksLike(r)
+		case grade.Unknown:
+			c.Mark, c.Class = "unknown", "na"
 		default:
 			c.Mark, c.Class = "n/a", "na"
 		}

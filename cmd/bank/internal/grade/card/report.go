@@ -35,42 +35,82 @@ func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duratio
 	}
 	fmt.Fprintf(w, "report card for: %s   (LOCK_TTL_MS=%d)\n\n", strings.Join(command, " "), lockTTL.Milliseconds())
 	for _, r := range rep.Results {
-		mark := map[string]string{grade.Pass: paint(color.New(color.FgGreen), "pass"), grade.Fail: paint(color.New(color.FgRed, color.Bold), "FAIL"), grade.NA: "n/a "}[r.Verdict]
+		mark := map[string]string{grade.Pass: paint(color.New(color.FgGreen), "pass   "), grade.Fail: paint(color.New(color.FgRed, color.Bold), "FAIL   "),
+			grade.NA: "n/a    ", grade.Unknown: paint(color.New(color.FgYellow, color.Bold), "unknown")}[r.Verdict]
 		title := r.Title
 		if !r.Required {
 			title += " (recommended)"
 		}
-		fmt.Fprintf(w, "%s  %-15s %s\n      %s\n", mark, r.Name, title, r.Why)
+		fmt.Fprintf(w, "%s  %-15s %s\n         %s\n", mark, r.Name, title, r.Why)
 		if r.Verdict == grade.Fail {
-			fmt.Fprintf(w, "      looks like: %s\n      see it done right: %s\n", looksLike(r), r.See)
+			fmt.Fprintf(w, "         looks like: %s\n         see it done right: %s\n", looksLike(r), r.See)
 		}
-		if r.Verdict == grade.Fail || verbose {
+		if r.Verdict == grade.Fail || r.Verdict == grade.Unknown || verbose {
 			for _, e := range r.Evidence {
-				fmt.Fprintf(w, "        %s\n", e)
+				fmt.Fprintf(w, "           %s\n", e)
 			}
 		}
 		if r.Verdict == grade.Fail && verbose && r.Recording != nil {
 			drawIndented(w, r.Recording, colour, width)
 		}
 	}
-	fmt.Fprintf(w, "\n%s\n", tally(rep))
-	if rep.Passed {
-		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgGreen, color.Bold), "PASS")+" (every required check held)")
-	} else {
-		fmt.Fprintln(w, "verdict: "+paint(color.New(color.FgRed, color.Bold), "FAIL")+" (see the lines marked FAIL, and run the command each one names)")
+	for _, name := range rep.NotRun {
+		fmt.Fprintf(w, "%s  %-15s %s\n", "not run", name, "(the grade stopped before it)")
 	}
+	if seen := observed(rep); seen != "" {
+		fmt.Fprintf(w, "\nwhat your server did: %s\n", seen)
+	}
+	fmt.Fprintf(w, "\n%s\n", tally(rep))
+	word, why := verdict(rep)
+	c := map[string]*color.Color{grade.Pass: color.New(color.FgGreen, color.Bold), grade.Fail: color.New(color.FgRed, color.Bold),
+		grade.Unknown: color.New(color.FgYellow, color.Bold), grade.Stopped: color.New(color.FgRed, color.Bold)}[rep.Verdict]
+	fmt.Fprintln(w, "verdict: "+paint(c, word)+" ("+why+")")
+}
+
+// observed says what the server did across the whole grade, where one
+// fact explains most of the card: it never wrote to its database.
+func observed(rep grade.Report) string {
+	wrote, watched := 0, 0
+	for _, r := range rep.Results {
+		if r.Writes >= 0 {
+			watched++
+			wrote += r.Writes
+		}
+	}
+	if watched < 2 || wrote > 0 {
+		return ""
+	}
+	return fmt.Sprintf("in none of the %d checks did it write a single row to its database (the grader's record of its writes is empty), whatever it answered: it keeps no database, and no transfer it reports was made", watched)
+}
+
+// verdict is the grade's verdict, in a word and a reason.
+func verdict(rep grade.Report) (word, why string) {
+	switch rep.Verdict {
+	case grade.Pass:
+		return "PASS", "every required check held"
+	case grade.Fail:
+		return "FAIL", "see the lines marked FAIL, and run the command each one names"
+	case grade.Unknown:
+		if rep.Stopped != "" {
+			return "UNKNOWN", "the grade stopped, the machine too busy to tell: " + rep.Stopped
+		}
+		return "UNKNOWN", "no required check failed, but one could not tell as the machine was too slow: grade again when it is quieter, or with --repeat"
+	}
+	return "STOPPED", fmt.Sprintf("after %d of %d checks, not a pass: %s", len(rep.Results), len(rep.Results)+len(rep.NotRun), rep.Stopped)
 }
 
 // tally is the report card's count: "15 of 15 checks passed", or with the
 // failures (how many of them required) and the checks that did not apply.
 func tally(rep grade.Report) string {
-	passed, failed, failedRequired, na := 0, 0, 0, 0
+	passed, failed, failedRequired, na, unknown := 0, 0, 0, 0, 0
 	for _, r := range rep.Results {
 		switch r.Verdict {
 		case grade.Pass:
 			passed++
 		case grade.NA:
 			na++
+		case grade.Unknown:
+			unknown++
 		case grade.Fail:
 			failed++
 			if r.Required {
@@ -78,12 +118,18 @@ func tally(rep grade.Report) string {
 			}
 		}
 	}
-	s := fmt.Sprintf("%d of %d checks passed", passed, len(rep.Results))
+	s := fmt.Sprintf("%d of %d checks passed", passed, len(rep.Results)+len(rep.NotRun))
 	if failed > 0 {
 		s += fmt.Sprintf(", %d failed (%d of them required)", failed, failedRequired)
 	}
 	if na > 0 {
 		s += fmt.Sprintf(", %d not applicable", na)
+	}
+	if unknown > 0 {
+		s += fmt.Sprintf(", %d could not tell", unknown)
+	}
+	if len(rep.NotRun) > 0 {
+		s += fmt.Sprintf(", %d not run", len(rep.NotRun))
 	}
 	return s
 }

@@ -231,7 +231,8 @@ func repoRoot(t *testing.T) string {
 
 // firstGrade is what a server with no idempotency gets on its first grade:
 // each check's verdict and, for a failure, the lesson's mistake its
-// evidence names ("" where none fits: torture's violations). It comes
+// evidence names (torture's too: retries that moved money again with no
+// copy ever replayed or refused are no-keys). It comes
 // from real runs of the three starters, and is what bank serve --break
 // no-keys gets too: plain passes, and so do the checks that send no copy
 // under a key of the same user (other-user) or whose retry must make the
@@ -255,7 +256,7 @@ var firstGrade = map[string]struct{ verdict, mistake string }{
 	"pause":          {"fail", "keys-not-shared"},
 	"restart":        {"fail", "no-keys"},
 	"lookup":         {"fail", "no-lookup"},
-	"torture":        {"fail", ""},
+	"torture":        {"fail", "no-keys"},
 }
 
 // TestGradeStarters writes each starter into an empty folder, as a
