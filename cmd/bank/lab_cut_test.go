@@ -20,7 +20,8 @@ import (
 // TestLabSurvivesCutRuns: bank lab, its page's run of the no-fencing
 // mistake cut by the browser at several moments (the request's
 // connection closed), then a whole run, which must answer; then Ctrl-C
-// with a run in flight, which is cut, not waited for; bank lab ends
+// with a run in flight (a bank serve replica of its story running), which
+// is cut, not waited for; bank lab ends
 // (exit 0, its documented normal end) and leaves nothing running. Once a
 // cut no-fencing run deadlocked on server A's claim, holding the page's
 // one-run-at-a-time lock: every later run hung, and Ctrl-C waited 10 s
@@ -75,13 +76,23 @@ func TestLabSurvivesCutRuns(t *testing.T) {
 	}
 
 	// Ctrl-C with a run in flight: memory-keys starts bank serve replicas
-	// of its own, which takes longer than the 300 ms before the signal.
+	// of its own; the signal goes once one of them runs (the story is then
+	// in its middle), not after a time.
 	inFlight := make(chan int, 1)
 	go func() {
 		code, _, _ := run(context.Background(), "memory-keys")
 		inFlight <- code
 	}()
-	time.Sleep(300 * time.Millisecond)
+	for replica := false; !replica; time.Sleep(2 * time.Millisecond) {
+		for _, p := range family(cache) {
+			replica = replica || strings.Contains(p.cmdline, " serve --in-place")
+		}
+		select {
+		case code := <-inFlight:
+			t.Fatalf("the memory-keys run answered %d before any replica of its own was seen", code)
+		default:
+		}
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	var rest string
 	select {
