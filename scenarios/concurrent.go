@@ -41,8 +41,7 @@ var Concurrent = &lab.Scenario{
 		double := func(tap api.Call, h api.Handler, serial bool) (first, second idem.Response, err error) {
 			held := lab.Hold(&handler.Hooks.BeforeStore, func() (idem.Response, error) { return h.Handle(ctx, tap) })
 			var err2 error
-			sent := make(chan struct{})
-			go func() { defer close(sent); second, err2 = h.Handle(ctx, tap) }()
+			sent := lab.Go(func() { second, err2 = h.Handle(ctx, tap) })
 			if !serial {
 				<-sent // with a pool, the second copy is answered while the first is held
 			}

@@ -60,7 +60,7 @@ var Crash = &lab.Scenario{
 		lab.Step("server A wakes up")
 		_, err := a.Finish()
 		if !errors.Is(err, idem.ErrLockLost) {
-			return fmt.Errorf("server A should have lost its lock, got %v", err)
+			return fmt.Errorf("server A should have lost its lock, got %w", gotten(err))
 		}
 		lab.Say("server A wakes up: %v", err)
 		lab.Say("each claim gets a lock id of its own, the fencing token, and storing an answer needs the current one: A's was replaced at 31 s, so its answer was refused")

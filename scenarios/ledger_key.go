@@ -62,7 +62,7 @@ var LedgerKey = &lab.Scenario{
 		_, err = resendJob(ctx, lab, call.Key, fiveK, true)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
-			return fmt.Errorf("the ledger should have refused the resend, got %v", err)
+			return fmt.Errorf("the ledger should have refused the resend, got %w", gotten(err))
 		}
 		lab.Say("the same request, sent again by the resend job around the key store: %s", pgErr.Message)
 		lab.Say("  (SQLSTATE %s: the resend's transaction rolled back, transfer and all)", pgErr.Code)

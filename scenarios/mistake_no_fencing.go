@@ -25,28 +25,26 @@ var NoFencing = &lab.Mistake{
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		body := []byte(adaPaysBola)
 		const key = "crash-demo-00000000001"
-		claimed, wake := make(chan struct{}), make(chan struct{})
-		slow := api.Hooks{AfterClaim: func(context.Context) { close(claimed); <-wake }}
 		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
-		var a, b api.Handler = &api.Transfers{DB: lab.DB, Keys: keys, Hooks: slow}, &api.Transfers{DB: lab.DB, Keys: keys}
+		var a, b api.Handler
+		var slow *func(context.Context) // the hook where server A goes quiet
 		if broken {
-			a = &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second, Hooks: slow}
-			b = &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second}
+			leaky := &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second}
+			a, b, slow = leaky, &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second}, &leaky.Hooks.AfterClaim
+		} else {
+			fenced := &api.Transfers{DB: lab.DB, Keys: keys}
+			a, b, slow = fenced, &api.Transfers{DB: lab.DB, Keys: keys}, &fenced.Hooks.AfterClaim
 		}
 		A, B := lab.Server("server A", a), lab.Server("server B", b)
 		lab.Step("a slow server and a takeover")
 		lab.Say("Ada's ₦10,000 to Bola reaches server A, which claims its key: a lock of 30 s. A stalls; the app's retry reaches server B at 31 s, when the lock has expired")
-		done := make(chan error, 1)
-		go func() {
-			_, err := A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
-			done <- err
-		}()
-		<-claimed
+		held := lab.Hold(slow, func() (idem.Response, error) {
+			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
+		})
 		lab.Say("server A claimed the key and went quiet")
 		r := B.Send(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(31 * time.Second)})
 		lab.Reply(r, "retry after 31 s: %d %s", r.Status, transferLabel(r.Body))
-		close(wake)
-		if err := <-done; err != nil {
+		if _, err := held.Finish(); err != nil {
 			lab.Say("server A wakes up: %v", err)
 		} else {
 			lab.Say("server A wakes up: its transfer committed too")

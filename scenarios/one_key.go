@@ -73,7 +73,7 @@ var OneKey = &lab.Scenario{
 			call := api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.Now()}
 			server.LoseNext(1)
 			if _, err := server.Handle(ctx, call); !errors.Is(err, errLostResponse) {
-				return fmt.Errorf("the API's first answer should have been lost, got %v", err)
+				return fmt.Errorf("the API's first answer should have been lost, got %w", gotten(err))
 			}
 			lab.Say("the API's answer is lost on the way to the phone")
 			r := server.Send(ctx, call)

@@ -60,7 +60,7 @@ var Race = &lab.Scenario{
 		err := checkedDebit(ctx, txB)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
-			return fmt.Errorf("the second debit should have been refused, got %v", err)
+			return fmt.Errorf("the second debit should have been refused, got %w", gotten(err))
 		}
 		txB.Rollback(ctx)
 		lab.Arrow(postgres, "transfer B", "refused: "+pgErr.Code+", the CHECK on the balance: ROLLBACK", "refused")
@@ -83,10 +83,10 @@ var Race = &lab.Scenario{
 		}
 		second := make(chan result, 1)
 		lab.Arrow("transfer B", postgres, "BEGIN; lock Bola's row (FOR UPDATE)", "")
-		go func() {
+		lab.Go(func() {
 			resp, err := api.Transfer(ctx, txB, 2, bolaPaysAda)
 			second <- result{resp, err}
-		}()
+		})
 		lab.WaitBlocked(ctx, b, a)
 		lab.Arrow(postgres, "transfer B", "wait: A holds Bola's row", "in-progress")
 		lab.Say("transfer B waits for Bola's row (pg_blocking_pids shows B blocked by A)")

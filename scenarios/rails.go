@@ -54,7 +54,7 @@ var Rails = &lab.Scenario{
 		_, err = lab.DB.Exec(ctx, "INSERT INTO payouts (account_id, amount_kobo, reference) VALUES (1, 500000, 'po-0002')")
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
-			return fmt.Errorf("a second payout row for po-0002 should be refused, got %v", err)
+			return fmt.Errorf("a second payout row for po-0002 should be refused, got %w", gotten(err))
 		}
 		lab.Arrow(postgres, "resend job", "refused: "+pgErr.Code+" unique reference", "refused")
 		lab.Say("a resend job, a second code path, tries to record payout po-0002 again: %s (SQLSTATE %s): the ledger's unique reference is the last line of defence", pgErr.Message, pgErr.Code)

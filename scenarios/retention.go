@@ -44,7 +44,7 @@ var Retention = &lab.Scenario{
 			h.LoseNext(1)
 			r, err := h.Handle(ctx, c)
 			if !errors.Is(err, errLostResponse) {
-				lab.Must(fmt.Errorf("the answer should have been lost, got %v", err))
+				lab.Must(fmt.Errorf("the answer should have been lost, got %w", gotten(err)))
 			}
 			lab.Say("%s %s: the bank answers %d %s, but the answer is lost on the way and the phone goes offline", at(), who, r.Status, transferLabel(r.Body))
 		}

@@ -57,7 +57,7 @@ var UnknownOutcome = &lab.Scenario{
 		release()
 		var pgErr *pgconn.PgError
 		if !errors.As(failure, &pgErr) || !errors.Is(seen, errLostResponse) {
-			return fmt.Errorf("case 2 should have failed on the server and its answer been lost, got %v and %v", failure, seen)
+			return fmt.Errorf("case 2 should have failed on the server and its answer been lost, got %w and %w", gotten(failure), gotten(seen))
 		}
 		lab.Say("%s; the phone sees: %v", cases[1].what, seen)
 		var timeout string
@@ -66,7 +66,7 @@ var UnknownOutcome = &lab.Scenario{
 		// Case 3: the transfer commits; its answer is lost on the way.
 		handler.LoseNext(1)
 		if _, seen = handler.Handle(ctx, cases[2].call); !errors.Is(seen, errLostResponse) {
-			return fmt.Errorf("case 3's answer should have been lost, got %v", seen)
+			return fmt.Errorf("case 3's answer should have been lost, got %w", gotten(seen))
 		}
 		lab.Say("%s; the phone sees: %v", cases[2].what, seen)
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,6 +32,16 @@ func replayedNote(replayed bool) string {
 		return " (replayed)"
 	}
 	return ""
+}
+
+// gotten is the error a step got instead of the one the story needed,
+// for a harness error that wraps it (a story cut short by Ctrl-C ends
+// with the interrupt): "no error" when there was none.
+func gotten(err error) error {
+	if err == nil {
+		return errors.New("no error")
+	}
+	return err
 }
 
 func list(s []string) string {

@@ -212,6 +212,9 @@ func (c *Client) Send(ctx context.Context, key string, body []byte) (Result, err
 			res.Attempts = n
 			return res, nil
 		}
+		if !a.Retry && ctx.Err() != nil {
+			return Result{Attempts: n}, fmt.Errorf("%w: interrupted at attempt %d: %w", ErrOutcomeUnknown, n, ctx.Err())
+		}
 		if !a.Retry && refused == n {
 			return Result{Attempts: n}, fmt.Errorf("%w: no server listened at %s (connection refused, %s): nothing left this machine, so the transfer was not made, and sending it again with its key is safe", ErrNotSent, c.BaseURL, times(n))
 		}
@@ -219,7 +222,7 @@ func (c *Client) Send(ctx context.Context, key string, body []byte) (Result, err
 			return Result{Attempts: n}, fmt.Errorf("%w after %d attempts: the transfer may or may not have happened; check with its key", ErrOutcomeUnknown, n)
 		}
 		if err := c.sleep(ctx, a.Wait); err != nil {
-			return Result{Attempts: n}, fmt.Errorf("%w: interrupted while waiting to retry", ErrOutcomeUnknown)
+			return Result{Attempts: n}, fmt.Errorf("%w: interrupted while waiting to retry: %w", ErrOutcomeUnknown, err)
 		}
 	}
 }

@@ -17,6 +17,7 @@ type aside struct {
 
 	mu      sync.Mutex
 	queue   []job
+	limit   time.Duration // the most one job may take: jobLimit
 	closed  bool
 	wake    chan struct{} // a job was queued, or the queue closed
 	stopped chan struct{} // closed when the worker has finished
@@ -35,7 +36,7 @@ type job struct {
 }
 
 func newAside(c *Clones) *aside {
-	a := &aside{c: c, wake: make(chan struct{}, 1), stopped: make(chan struct{}), cloned: make(chan string, 1)}
+	a := &aside{c: c, limit: jobLimit, wake: make(chan struct{}, 1), stopped: make(chan struct{}), cloned: make(chan string, 1)}
 	go a.work()
 	return a
 }
@@ -57,8 +58,6 @@ func (a *aside) do(j job) bool {
 
 func (a *aside) work() {
 	defer close(a.stopped)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
@@ -77,10 +76,7 @@ func (a *aside) work() {
 			if closing && j.leftOver {
 				continue
 			}
-			if conn == nil || conn.IsClosed() {
-				conn, _ = connect(ctx, a.c.admin) // on failure each job fails in turn, and says so
-			}
-			j.run(ctx, conn)
+			a.run(j, &conn)
 		}
 		if closed && len(jobs) == 0 {
 			return
@@ -91,9 +87,27 @@ func (a *aside) work() {
 	}
 }
 
+// jobLimit is the most one job may take (a test shortens it). It was
+// the most the worker could live: in a bank lab left open for a class,
+// or a test that ran long, every clone and drop after the first minute
+// failed, and each run left its database behind (in /dev/shm, megabytes
+// each: a test run of five minutes left 1,848 of them, 21 GB).
+var jobLimit = time.Minute
+
+// run does one job on the worker's session, connecting it if need be.
+func (a *aside) run(j job, conn **pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.limit)
+	defer cancel()
+	if *conn == nil || (*conn).IsClosed() {
+		*conn, _ = connect(ctx, a.c.admin) // on failure each job fails in turn, and says so
+	}
+	j.run(ctx, *conn)
+}
+
 // take returns a spare to rename, waiting for the one being cloned, or ""
-// when there is none (then the caller clones as usual).
-func (a *aside) take() string {
+// when there is none (then the caller clones as usual). If ctx ends
+// first (Ctrl-C), the clone on its way is kept as the next spare.
+func (a *aside) take(ctx context.Context) string {
 	a.mu.Lock()
 	if a.ready != "" {
 		spare := a.ready
@@ -107,7 +121,33 @@ func (a *aside) take() string {
 	if !cloning {
 		return ""
 	}
-	return <-a.cloned
+	select {
+	case spare := <-a.cloned:
+		return spare
+	case <-ctx.Done():
+		go func() { a.keep(<-a.cloned) }()
+		return ""
+	}
+}
+
+// keep makes spare, a clone nobody waited for, the next one to take; one
+// more than that is dropped behind.
+func (a *aside) keep(spare string) {
+	if spare == "" {
+		return
+	}
+	a.mu.Lock()
+	if a.ready == "" && !a.closed {
+		a.ready = spare
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	a.do(job{leftOver: true, run: func(ctx context.Context, conn *pgx.Conn) {
+		if conn != nil {
+			drop(ctx, conn, spare)
+		}
+	}})
 }
 
 // cloneAhead starts cloning the next spare, unless one is ready or on its

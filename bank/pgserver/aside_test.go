@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -91,5 +92,47 @@ func TestOwnClonesAheadAndDropsBehind(t *testing.T) {
 	// The template, one spare, and at most what the last run dropped.
 	if len(left) > 3 {
 		t.Errorf("databases pile up: %v", left)
+	}
+}
+
+// TestDropsBehindAfterTheFirstJobLimit: the work set aside goes on being
+// done after its worker has lived longer than one job may take. The
+// worker once had one deadline for its whole life, a minute: a bank lab
+// open for a class, or a long test, then dropped nothing more, and every
+// run left its database on the server. Here the limit is two seconds
+// (SetJobLimit), and the drop is asked for after three.
+func TestDropsBehindAfterTheFirstJobLimit(t *testing.T) {
+	// Not parallel: the limit is the package's, read by Throwaway below.
+	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
+	admin := s.URL("postgres")
+	tmpl := pgserver.Template{Prefix: "later", Schema: "v1", Setup: func(context.Context, *pgx.Conn) error { return nil }}
+	ctx := context.Background()
+	c, err := pgserver.Open(ctx, admin, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	restore := pgserver.SetJobLimit(2 * time.Second)
+	err = c.Throwaway(ctx)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the worker outlives one job's limit
+	db, err := c.NewDatabase(ctx, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left := databases(t, admin, "later_s_")
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v still there 30 s after it was dropped", left)
+		}
 	}
 }

@@ -32,8 +32,10 @@ func lockHome(home string) (*os.File, error) {
 
 // ensureBase runs initdb unless the base cluster exists; the caller holds
 // the home's lock. It returns the base's identity, which a slot records
-// to know it holds a copy of this base.
-func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (string, error) {
+// to know it holds a copy of this base. If ctx ends first (Ctrl-C during
+// a first run), initdb is stopped and its half-made cluster is left for
+// the next run to remove.
+func ensureBase(ctx context.Context, home string, bin Binaries, account *runAs, say func(string)) (string, error) {
 	base := filepath.Join(home, "base")
 	idFile := filepath.Join(home, "base.id")
 	if id, ok := readSmall(idFile); ok && id != "" {
@@ -66,7 +68,10 @@ func ensureBase(home string, bin Binaries, account *runAs, say func(string)) (st
 		args = append(args, "--pwfile="+pw)
 	}
 	initdb := account.spec(procs.Spec{Path: bin.bin("initdb"), Args: args, Env: []string{"LC_ALL=C"}})
-	if err := initdb.Run(context.Background()); err != nil {
+	if err := initdb.Run(ctx); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("preparing the cluster: %w", ctx.Err())
+		}
 		return "", envErr("initdb failed: %v\n%s", err, initdb.Output.LastLines(10))
 	}
 	// initdb ran with --no-sync (it is much faster): the tree is synced

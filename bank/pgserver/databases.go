@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // Template describes a seeded database that scenario databases are cloned
@@ -112,6 +113,13 @@ func (c *Clones) Close() {
 	}
 }
 
+// connectLimit bounds how long a connection may take to start, when its
+// URL sets no connect_timeout. The driver has no bound of its own: a
+// --database-url naming a port that accepts and never answers (or a host
+// that drops every packet) waited for ever. A server on this machine
+// answers in milliseconds, even a loaded one.
+const connectLimit = 10 * time.Second
+
 // connect opens a connection and turns a failure into one line naming the
 // host and the reason, without the driver's noise.
 func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
@@ -119,9 +127,23 @@ func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, &Error{fmt.Errorf("database URL is not valid: %s", redact(err.Error()))}
 	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = connectLimit
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("connecting to PostgreSQL: %w", ctx.Err()) // Ctrl-C, not the server
+	}
 	if err != nil {
-		return nil, &Error{fmt.Errorf("cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, reason(err))}
+		why := reason(err)
+		var tooLong *pgproto3.ExceededMaxBodyLenErr
+		switch {
+		case pgconn.Timeout(err):
+			why = fmt.Sprintf("no answer within %v (connect_timeout); is it the right host and port?", cfg.ConnectTimeout)
+		case errors.As(err, &tooLong), strings.Contains(err.Error(), "unknown message type"):
+			why = "what answers there does not speak PostgreSQL's protocol; is it the right port?"
+		}
+		return nil, &Error{fmt.Errorf("cannot reach PostgreSQL at %s:%d: %s", cfg.Host, cfg.Port, why)}
 	}
 	return conn, nil
 }
@@ -279,7 +301,7 @@ func (c *Clones) NewDatabase(ctx context.Context, label string) (*Database, erro
 	name := c.tmpl.Prefix + "_s_" + sanitize(label) + "_" + randomHex(4)
 	d := &Database{Name: name, URL: withDatabase(c.admin, name), c: c}
 	if c.aside != nil {
-		spare := c.aside.take()
+		spare := c.aside.take(ctx)
 		defer c.aside.cloneAhead()
 		if spare != "" && c.admin1(ctx, "ALTER DATABASE "+pgx.Identifier{spare}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize()) == nil {
 			return d, d.private(ctx)

@@ -1,4 +1,15 @@
 package pgserver
 
+import "time"
+
+// SetJobLimit shortens, for the Clones whose Throwaway comes next, the
+// time each job set aside may take; it returns a function that puts the
+// limit back.
+func SetJobLimit(d time.Duration) (restore func()) {
+	was := jobLimit
+	jobLimit = d
+	return func() { jobLimit = was }
+}
+
 // Usage is usage, for the tests: the space the files below a directory take.
 var Usage = usage

@@ -147,7 +147,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := ensureDir(home, mode); err != nil {
 		return nil, &Error{err}
 	}
-	slots, id, err := prepareHome(home, real, account, mode, say)
+	slots, id, err := prepareHome(ctx, home, real, account, mode, say)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 
 // prepareHome sets up an installation's directory, holding its lock: the
 // base cluster, and the slots directory (in memory where there is one).
-func prepareHome(home string, real Binaries, account *runAs, mode os.FileMode, say func(string)) (slots, id string, err error) {
+func prepareHome(ctx context.Context, home string, real Binaries, account *runAs, mode os.FileMode, say func(string)) (slots, id string, err error) {
 	lock, err := lockHome(home)
 	if err != nil {
 		return "", "", err
@@ -214,7 +214,7 @@ func prepareHome(home string, real Binaries, account *runAs, mode os.FileMode, s
 			return "", "", &Error{err}
 		}
 	}
-	id, err = ensureBase(home, real, account, say)
+	id, err = ensureBase(ctx, home, real, account, say)
 	return slots, id, err
 }
 

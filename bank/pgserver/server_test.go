@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -536,5 +537,48 @@ func TestDamagedBaseIsRebuilt(t *testing.T) {
 	query(t, again.URL("postgres"), "SELECT 'up'")
 	if info, err := os.Stat(filepath.Join(bases[0], "global", "pg_control")); err != nil || info.Size() != 8192 {
 		t.Errorf("the base's control file after the rebuild: %v %v", info, err)
+	}
+}
+
+// cutAtLine cancels a context when a line it is written holds text: a
+// Ctrl-C when the lab says it has reached that point.
+type cutAtLine struct {
+	text   string
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	seen   strings.Builder
+}
+
+func (c *cutAtLine) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen.Write(p)
+	if strings.Contains(c.seen.String(), c.text) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestFirstRunInterrupted: Ctrl-C while a first run prepares its cluster
+// (initdb, a few seconds, more on a loaded machine) stops initdb: Start
+// returns the interrupt without finishing the cluster, and the next start
+// prepares it whole. initdb once ran to its end whatever the context
+// said, and bank exited only after it (3.4 s after SIGINT as nobody on
+// the shared machine).
+func TestFirstRunInterrupted(t *testing.T) {
+	t.Parallel()
+	dir := pgtest.FreshCacheDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cut := &cutAtLine{text: "bank: preparing a PostgreSQL", cancel: cancel}
+	if _, err := pgserver.Start(ctx, pgserver.Options{CacheDir: dir, Progress: cut}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start cut while preparing its cluster: %v, want the interrupt", err)
+	}
+	if ids, _ := filepath.Glob(filepath.Join(dir, "*", "base.id")); len(ids) > 0 {
+		t.Errorf("initdb ran to its end after the interrupt: %v", ids)
+	}
+	s := start(t, pgserver.Options{CacheDir: dir})
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -77,6 +77,10 @@ func (a *app) lab(ctx context.Context, addr string) error {
 		return rec.Runs, err
 	}
 	hs := httpserve.New(labweb.Handler(entries, run))
+	// A run is cut when its browser goes (its request's context) and when
+	// bank lab stops (Ctrl-C): the requests' contexts come from ctx, so
+	// the shutdown does not wait for a run in flight to finish.
+	hs.BaseContext = func(net.Listener) context.Context { return ctx }
 	return a.serveUntilDone(ctx, hs, ln, func(base string) {
 		fmt.Fprintf(a.io.Out, "bank lab: open %s in a browser (this machine only; Ctrl-C to stop)\n", base)
 	})

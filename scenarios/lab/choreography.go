@@ -18,26 +18,51 @@ import (
 // exact point of its work (a hook), so that what happens meanwhile is the
 // same on every run. Nothing here sleeps to wait for anything.
 
+// Go runs f on a goroutine of the story's own. The story may wait for
+// it (on the channel returned, closed when f returns); whether it does or
+// not, the lab waits for it when the story ends, after cancelling the
+// story's context, so that nothing a story started outlives it: not a
+// request held at a hook, not a transaction waiting for a row lock, when
+// the story is cut short by Ctrl-C or by a step that failed. f must
+// return once the story's context is done.
+func (l *Lab) Go(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	l.running.Add(1)
+	go func() {
+		defer l.running.Done()
+		defer close(done)
+		f()
+	}()
+	return done
+}
+
 // Held is a request stopped at a hook, running in the background.
 type Held struct {
-	release chan struct{}
-	done    chan struct{}
+	release func()
+	done    <-chan struct{}
 	resp    idem.Response
 	err     error
 }
 
 // Hold starts send in the background and returns once it has reached the
-// hook; until Finish, it waits there. The hook stops only the first
-// request that reaches it: copies that come later pass through.
+// hook; until Finish, or until the story's context is done, it waits
+// there. The hook stops only the first request that reaches it: copies
+// that come later pass through.
 func (l *Lab) Hold(hook *func(context.Context), send func() (idem.Response, error)) *Held {
-	h := &Held{release: make(chan struct{}), done: make(chan struct{})}
+	release := make(chan struct{})
+	h := &Held{release: sync.OnceFunc(func() { close(release) })}
 	reached := make(chan struct{})
 	var once sync.Once
-	*hook = func(context.Context) { once.Do(func() { close(reached); <-h.release }) }
-	go func() {
-		defer close(h.done)
-		h.resp, h.err = send()
-	}()
+	*hook = func(ctx context.Context) {
+		once.Do(func() {
+			close(reached)
+			select {
+			case <-release:
+			case <-ctx.Done(): // the story was cut short: its request ends too
+			}
+		})
+	}
+	h.done = l.Go(func() { h.resp, h.err = send() })
 	select {
 	case <-reached:
 	case <-h.done: // it ended without reaching the hook: finish says how
@@ -47,7 +72,7 @@ func (l *Lab) Hold(hook *func(context.Context), send func() (idem.Response, erro
 
 // Finish lets the held request go on and waits for its answer.
 func (h *Held) Finish() (idem.Response, error) {
-	close(h.release)
+	h.release()
 	<-h.done
 	return h.resp, h.err
 }
@@ -75,13 +100,15 @@ func (o *Serial) Handle(ctx context.Context, c api.Call) (idem.Response, error) 
 // answers counted, in a fixed order: "201 ok x1, 409 request_in_progress x49".
 func (l *Lab) Storm(ctx context.Context, h *api.Transfers, call api.Call, copies int) (string, error) {
 	answered := make(chan struct{}, copies)
-	h.Hooks.BeforeStore = func(context.Context) {
+	h.Hooks.BeforeStore = func(ctx context.Context) {
 		timeout := time.After(30 * time.Second)
 		for i := 0; i < copies-1; i++ {
 			select {
 			case <-answered:
 			case <-timeout:
 				return // a copy is missing: the checks will say so
+			case <-ctx.Done():
+				return // the story was cut short
 			}
 		}
 	}

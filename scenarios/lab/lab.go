@@ -87,6 +87,7 @@ type Lab struct {
 	sessions  []*pgx.Conn
 	bank      string // the bank binary, for scenarios that start servers
 	processes []*procs.Child
+	running   sync.WaitGroup    // the story's own goroutines (Go)
 	lanes     map[string]string // host:port -> the server's lane (Lane)
 }
 
@@ -359,7 +360,14 @@ func Run(ctx context.Context, clones *pgserver.Clones, sc *Scenario, o Options) 
 		}
 	}()
 	lab.emit(Event{Kind: "scenario", Scenario: sc})
-	if err := tell(ctx, lab, sc.Run); err != nil {
+	// The story's context ends with the story, and the lab waits for what
+	// the story started (Go): a story cut short (Ctrl-C, a failed step)
+	// leaves no request waiting at a hook, nor a session in use.
+	story, end := context.WithCancel(ctx)
+	err = tell(story, lab, sc.Run)
+	end()
+	lab.running.Wait()
+	if err != nil {
 		return Verdict{}, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	lab.snapshotState(ctx)
