@@ -128,6 +128,7 @@ func commandNames(cmd *cobra.Command) []string {
 }
 
 // colorOn decides colour for stdout: flags first, then NO_COLOR, then
+// TERM=dumb (a terminal that shows escape codes as they are), then
 // whether stdout is a terminal.
 func (a *app) colorOn() (bool, error) {
 	switch {
@@ -140,6 +141,8 @@ func (a *app) colorOn() (bool, error) {
 	case a.color != "auto":
 		return false, exitcode.Usagef("--color must be auto, always or never, not %q", a.color)
 	case a.getenv("NO_COLOR") != "":
+		return false, nil
+	case a.getenv("TERM") == "dumb":
 		return false, nil
 	}
 	return term.IsTerminal(a.io.Out), nil
