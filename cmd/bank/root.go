@@ -148,6 +148,37 @@ func (a *app) colorOn() (bool, error) {
 	return term.IsTerminal(a.io.Out), nil
 }
 
+// The narrowest a transcript and a diagram are drawn: a diagram's lanes
+// and arrows need 60 columns; a transcript's lines fold down to 50 (a
+// mistake's side-by-side table of the checks is 47 wide).
+const (
+	leastText    = 50
+	leastDiagram = 60
+)
+
+// listColumns is the width of a list of names and summaries (bank
+// scenario list): a terminal's, when narrower than 80, down to 50.
+func (a *app) listColumns() int {
+	if n := a.terminalColumns(leastText); n > 0 {
+		return min(n, 80)
+	}
+	return 0
+}
+
+// terminalColumns is the width to draw in on stdout: the terminal's,
+// when stdout is a terminal that says, but never below least (a narrower
+// terminal wraps what is wider); 0, render's default of 80, otherwise.
+func (a *app) terminalColumns(least int) int {
+	if !term.IsTerminal(a.io.Out) {
+		return 0
+	}
+	n := term.Width(a.io.Out)
+	if n <= 0 {
+		return 0
+	}
+	return max(n, least)
+}
+
 func (a *app) verbosef(format string, args ...any) {
 	if a.verbose {
 		fmt.Fprintf(a.io.Err, "bank: "+format+"\n", args...)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -64,6 +65,15 @@ func onTerminal(t *testing.T, cols int, env map[string]string, args ...string) (
 	return strings.ReplaceAll(shown.String(), "\r\n", "\n"), code
 }
 
+// widest is the columns of out's widest line.
+func widest(out string) int {
+	w := 0
+	for _, l := range strings.Split(out, "\n") {
+		w = max(w, utf8.RuneCountInString(l))
+	}
+	return w
+}
+
 // TestTerminalColour: on a terminal bank colours its transcript, but not
 // where TERM=dumb says the terminal shows escape codes as they are (nor
 // with NO_COLOR).
@@ -75,6 +85,33 @@ func TestTerminalColour(t *testing.T) {
 	for _, env := range []map[string]string{{"TERM": "dumb"}, {"TERM": "xterm", "NO_COLOR": "1"}} {
 		if out, code := onTerminal(t, 100, env, "scenario", "atomic"); code != 0 || strings.Contains(out, "\x1b[") {
 			t.Errorf("%v: exit %d, colour: %q", env, code, out)
+		}
+	}
+}
+
+// TestNarrowTerminal: a terminal narrower than 80 columns gets lines that
+// fit it: a transcript down to 50 columns, a diagram down to 60 (its
+// lanes need them; a narrower terminal wraps what is wider), a list down
+// to 50 (and no wider than 80 on a wide one).
+func TestNarrowTerminal(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cols, want int
+		args       []string
+	}{
+		{50, 50, []string{"scenario", "crash"}},
+		{54, 54, []string{"mistake", "no-fencing"}},
+		{30, 50, []string{"scenario", "crash"}},
+		{50, 60, []string{"scenario", "crash", "--diagram"}},
+		{50, 50, []string{"scenario", "list"}},
+		{120, 80, []string{"scenario", "list"}},
+	} {
+		out, code := onTerminal(t, c.cols, map[string]string{"TERM": "dumb"}, c.args...)
+		if code != 0 {
+			t.Fatalf("%v on %d columns: exit %d: %s", c.args, c.cols, code, out)
+		}
+		if w := widest(out); w > c.want || w < c.want-12 {
+			t.Errorf("%v on %d columns: lines up to %d columns, want up to %d:\n%s", c.args, c.cols, w, c.want, out)
 		}
 	}
 }
