@@ -100,6 +100,9 @@ The manual is in bank help TOPIC; the topics are listed at the end.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	// --version prints what bank version prints (cobra's own is one line,
+	// "bank version 0.1.0"); a template, so its braces are escaped.
+	root.SetVersionTemplate(strings.NewReplacer("{{", "{{`{{`}}").Replace(versionText()))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return exitcode.Usagef("%v%s (see %s --help)", err, names.FlagSuggestion(cmd, err), cmd.CommandPath())
 	})
