@@ -430,4 +430,11 @@ func TestLocationResolvesForItsOwner(t *testing.T) {
 	if w := call(srv, "DELETE", loc, "token-ada", ""); w.Code != 405 || w.Header().Get("Allow") != "GET, HEAD" {
 		t.Errorf("DELETE %s: %d, Allow %q", loc, w.Code, w.Header().Get("Allow"))
 	}
+	// The 405's detail names every method Allow lists, HEAD too.
+	for path, want := range map[string]string{loc: "use GET or HEAD", "/transfers": "use GET, HEAD or POST", "/healthz": "use GET or HEAD"} {
+		w := call(srv, "PUT", path, "token-ada", "")
+		if p := problemOf(t, w); w.Code != 405 || !strings.HasSuffix(p.Detail, want) {
+			t.Errorf("PUT %s: %d, detail %q, want it to end %q", path, w.Code, p.Detail, want)
+		}
+	}
 }
