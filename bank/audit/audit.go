@@ -272,8 +272,12 @@ func (b Books) OnceEach(intents []Intent, all bool) Finding {
 type Reply struct {
 	Status     int
 	Body       string // as sent; compared as JSON
-	TransferID int64  // the transferId of a 2xx, 0 if none
-	Kobo       int64  // the amountKobo of a 2xx, 0 if none
+	TransferID int64  // the transferId of a 2xx
+	Kobo       int64  // the amountKobo of a 2xx
+	// Unreadable says what keeps TransferID and Kobo from being read
+	// from a 2xx's body ("lacks the field amountKobo"), "" when both are
+	// there: a missing field is not a zero.
+	Unreadable string
 }
 
 // Answered: every definitive reply to one intent is the same (a replay
@@ -301,6 +305,9 @@ func (b Books) Answered(in Intent, replies []Reply) Finding {
 	case len(moved) != 1:
 		f.Holds = false
 		f.Detail = fmt.Sprintf("%s was acknowledged (%d), but the ledger holds %s for it", in.Label, r.Status, transfersWord(len(moved)))
+	case r.Unreadable != "":
+		f.Holds = false
+		f.Detail = fmt.Sprintf("%s: the reply (%d) %s; the ledger holds transfer %d of %d kobo", in.Label, r.Status, r.Unreadable, moved[0].ID, in.Kobo)
 	case r.TransferID != moved[0].ID || r.Kobo != in.Kobo:
 		f.Holds = false
 		f.Detail = fmt.Sprintf("%s: the reply names transfer %d of %d kobo, the ledger holds transfer %d of %d kobo", in.Label, r.TransferID, r.Kobo, moved[0].ID, in.Kobo)

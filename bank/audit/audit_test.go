@@ -108,6 +108,12 @@ func TestHistoriesThatMustNotHold(t *testing.T) {
 	if f := b.Answered(adaPaysBola, []Reply{{Status: 201, Body: `{"transferId":9}`, TransferID: 9, Kobo: 1_000_000}}); f.Holds || !strings.Contains(f.Detail, "transfer 9") {
 		t.Errorf("a 201 naming another transfer: %+v", f)
 	}
+	// A receipt that lacks a field is said to lack it: a missing field
+	// is not a zero ("names transfer 1 of 0 kobo").
+	if f := b.Answered(adaPaysBola, []Reply{{Status: 201, Body: `{"transferId":1}`, TransferID: 1, Unreadable: "lacks the field amountKobo"}}); f.Holds ||
+		f.Detail != "Ada's ₦10,000 to Bola: the reply (201) lacks the field amountKobo; the ledger holds transfer 1 of 1000000 kobo" {
+		t.Errorf("a 201 without its amount: %+v", f)
+	}
 	if f := b.Answered(refused, []Reply{{Status: 422, Body: `{"error":"insufficient_funds"}`}, {Status: 422, Body: `{"error":"insufficient_funds"}`}}); !f.Holds {
 		t.Errorf("a refusal replayed: %s", f)
 	}

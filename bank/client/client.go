@@ -7,10 +7,12 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -61,9 +63,87 @@ type Attempt struct {
 // Result is the answer that ended the attempts.
 type Result struct {
 	Status   int
-	Body     []byte
+	Body     []byte // at most 1 MiB of it; the server's bytes: see Printable
+	Header   http.Header
 	Replayed bool
 	Attempts int
+}
+
+// ErrNotTheBank means an answer came that is not the transfer API's: a
+// redirect (never followed), a page, a body that is not the API's JSON.
+// Something else answered (a proxy, a captive portal, a wrong address),
+// so it says nothing about whether the transfer happened: the outcome is
+// unknown, and the intent's key must be kept to find out.
+var ErrNotTheBank = errors.New("the answer is not the bank's")
+
+// Check says whether res, the answer that ended Send, is the API's own:
+// a 2xx with a JSON receipt (its transferId), or a 4xx with a JSON error
+// code, each with a JSON Content-Type. Anything else is ErrNotTheBank,
+// saying what came.
+func (res Result) Check() error {
+	if res.Status/100 == 3 {
+		return redirected(res.Status, res.Header)
+	}
+	var receipt struct {
+		TransferID *json.Number `json:"transferId"`
+		Error      string       `json:"error"`
+	}
+	if err := bankJSON(res.Status, res.Header, res.Body, &receipt); err != nil {
+		return err
+	}
+	switch res.Status / 100 {
+	case 2:
+		if receipt.TransferID != nil {
+			if _, err := receipt.TransferID.Int64(); err == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: %d with a body that is not the API's receipt (no transferId)", ErrNotTheBank, res.Status)
+	case 4:
+		if receipt.Error != "" {
+			return nil
+		}
+		return fmt.Errorf("%w: %d with a body that is not the API's error (no error code)", ErrNotTheBank, res.Status)
+	}
+	return fmt.Errorf("%w: %d is no answer of the API's", ErrNotTheBank, res.Status)
+}
+
+// redirected is the error for a 3xx: the API never redirects, and the
+// client never follows one (a POST must not move, and the token and the
+// key must not go to another address).
+func redirected(status int, h http.Header) error {
+	where := ""
+	if loc := h.Get("Location"); loc != "" {
+		where = " to " + clip(Printable([]byte(loc)))
+	}
+	return fmt.Errorf("%w: a redirect (%d)%s, which the client does not follow", ErrNotTheBank, status, where)
+}
+
+// bankJSON decodes body into v when it is what the API sends: a JSON
+// Content-Type and one JSON object.
+func bankJSON(status int, h http.Header, body []byte, v any) error {
+	ct := h.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" && mt != "application/problem+json" {
+		if ct == "" {
+			ct = "none"
+		}
+		return fmt.Errorf("%w: %d with Content-Type %s, not the API's JSON", ErrNotTheBank, status, clip(Printable([]byte(ct))))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if !json.Valid(body) || bytes.TrimSpace(body)[0] != '{' || dec.Decode(v) != nil {
+		return fmt.Errorf("%w: %d with a body that is not the API's JSON", ErrNotTheBank, status)
+	}
+	return nil
+}
+
+// clip shortens text for a one-line message.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 120 {
+		return string(r[:120]) + "…"
+	}
+	return s
 }
 
 // ShouldRetry is the lesson's retry policy: network errors, 409 (in
@@ -144,6 +224,17 @@ func (c *Client) Send(ctx context.Context, key string, body []byte) (Result, err
 	}
 }
 
+// Once sends the transfer one time and returns whatever came back, a 409
+// or a 5xx included (Send retries those, and calls the last an unknown
+// outcome): for a caller that runs its own retries and must see every
+// answer, such as bank torture. The error is the network's, when no
+// answer came.
+func (c *Client) Once(ctx context.Context, key string, body []byte) (Result, error) {
+	res, _, err := c.once(ctx, key, body)
+	res.Attempts = 1
+	return res, err
+}
+
 func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	if c.Sleep != nil {
 		return c.Sleep(ctx, d)
@@ -158,11 +249,17 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// httpClient is the caller's client (or Go's default) that never follows
+// a redirect: a 3xx comes back as the answer. Go's client would follow a
+// 302 to wherever it points, as a GET, carrying the Idempotency-Key, and
+// the bearer token too when only the port differs.
 func (c *Client) httpClient() *http.Client {
+	hc := http.Client{}
 	if c.HTTP != nil {
-		return c.HTTP
+		hc = *c.HTTP
 	}
-	return http.DefaultClient
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &hc
 }
 
 func (c *Client) once(ctx context.Context, key string, body []byte) (Result, time.Duration, error) {
@@ -192,7 +289,7 @@ func (c *Client) once(ctx context.Context, key string, body []byte) (Result, tim
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		retryAfter = time.Duration(s) * time.Second
 	}
-	return Result{Status: resp.StatusCode, Body: b, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, retryAfter, nil
+	return Result{Status: resp.StatusCode, Body: b, Header: resp.Header, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, retryAfter, nil
 }
 
 // KeyField is the Idempotency-Key header value for key: bare, or quoted
@@ -206,7 +303,9 @@ func KeyField(key string, quoted bool) string {
 
 // Lookup asks the server what happened to the transfer sent under key:
 // "completed" with the stored answer, "in_progress", or "unknown" when the
-// server never received it (safe to send again).
+// server never received it (safe to send again). An answer that is not
+// the API's (a redirect, a page, JSON of another shape) is ErrNotTheBank:
+// it says nothing about the transfer.
 func (c *Client) Lookup(ctx context.Context, key string) (state string, body []byte, err error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", c.BaseURL+"/transfers?key="+url.QueryEscape(key), nil)
 	if err != nil {
@@ -219,20 +318,40 @@ func (c *Client) Lookup(ctx context.Context, key string) (state string, body []b
 	}
 	defer resp.Body.Close()
 	body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	switch resp.StatusCode {
-	case http.StatusOK:
-		if bytes.Contains(body, []byte(`"status":"in_progress"`)) {
-			return "in_progress", body, nil
+	var answer struct { // a 200's
+		Status         string       `json:"status"`
+		ResponseStatus *json.Number `json:"responseStatus"`
+	}
+	var problem struct{ Error string } // an error's (its status is a number)
+	switch {
+	case resp.StatusCode/100 == 3:
+		return "", body, redirected(resp.StatusCode, resp.Header)
+	case resp.StatusCode == http.StatusOK:
+		if err := bankJSON(resp.StatusCode, resp.Header, body, &answer); err != nil {
+			return "", body, err
 		}
-		return "completed", body, nil
-	case http.StatusNotFound:
+		switch {
+		case answer.Status == "in_progress":
+			return "in_progress", body, nil
+		case answer.Status == "completed" && answer.ResponseStatus != nil:
+			return "completed", body, nil
+		}
+		return "", body, fmt.Errorf("%w: 200 with a body that is not the API's (no status completed or in_progress)", ErrNotTheBank)
+	case resp.StatusCode == http.StatusNotFound:
 		// Only the lookup's own answer means "never received"; a 404 from
 		// a wrong address (another server, a wrong path) says nothing.
-		if bytes.Contains(body, []byte(`"error":"key_not_found"`)) {
+		if bankJSON(resp.StatusCode, resp.Header, body, &problem) == nil && problem.Error == "key_not_found" {
 			return "unknown", body, nil
 		}
+		return "", body, fmt.Errorf("%w: 404 without the API's key_not_found: %s", ErrNotTheBank, clip(Printable(bytes.TrimSpace(body))))
 	}
-	return "", body, fmt.Errorf("the server answered %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	if err := bankJSON(resp.StatusCode, resp.Header, body, &problem); err != nil {
+		return "", body, err
+	}
+	if problem.Error == "" {
+		return "", body, fmt.Errorf("%w: %d with a body that is not the API's error (no error code)", ErrNotTheBank, resp.StatusCode)
+	}
+	return "", body, fmt.Errorf("the server answered %d: %s", resp.StatusCode, clip(Printable(bytes.TrimSpace(body))))
 }
 
 // Classify names a network failure in words that do not change from run

@@ -164,25 +164,54 @@ func libraryCacheDir() string {
 // cachedArchiveMajor returns the newest major version whose archive the
 // library has already downloaded for this platform, or 0.
 func cachedArchiveMajor(libCache string) int {
-	pattern := filepath.Join(libCache, fmt.Sprintf("embedded-postgres-binaries-%s-%s-*.txz", runtime.GOOS, libraryArch()))
+	pattern := filepath.Join(libCache, fmt.Sprintf("embedded-postgres-binaries-%s-*.txz", runtime.GOOS))
 	matches, _ := filepath.Glob(pattern)
 	best := 0
 	for _, m := range matches {
 		v := strings.TrimSuffix(filepath.Base(m), ".txz")
 		v = v[strings.LastIndex(v, "-")+1:]
 		major, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
-		if err == nil && major > best && strings.HasPrefix(string(libraryVersion(major)), v) {
+		if err == nil && major > best && filepath.Base(m) == archiveName(libraryVersion(major)) {
 			best = major
 		}
 	}
 	return best
 }
 
-func libraryArch() string {
-	if runtime.GOARCH == "arm64" {
-		return "arm64v8"
+// libraryArch is the architecture in the names of the archives
+// embedded-postgres fetches for version v on this machine, as its
+// version strategy (unexported) names it: arm64v8, arm32v7 or arm32v6
+// (from uname -m), -alpine on Alpine Linux, and amd64 on an Apple arm64
+// for PostgreSQL before 14.2, which has no arm64 build.
+func libraryArch(v embeddedpostgres.PostgresVersion) string {
+	arch := runtime.GOARCH
+	switch runtime.GOOS {
+	case "linux":
+		switch arch {
+		case "arm64":
+			arch += "v8"
+		case "arm":
+			machine, _ := exec.Command("uname", "-m").Output()
+			if bytes.HasPrefix(machine, []byte("armv7")) {
+				arch += "32v7"
+			} else if bytes.HasPrefix(machine, []byte("armv6")) {
+				arch += "32v6"
+			}
+		}
+		if _, err := os.Stat("/etc/alpine-release"); err == nil {
+			arch += "-alpine"
+		}
+	case "darwin":
+		if arch == "arm64" {
+			var major, minor int
+			if _, err := fmt.Sscanf(string(v), "%d.%d", &major, &minor); err == nil && (major < 14 || major == 14 && minor < 2) {
+				arch = "amd64"
+			} else {
+				arch += "v8"
+			}
+		}
 	}
-	return runtime.GOARCH
+	return arch
 }
 
 // rememberedInstalled is installedBinaries, remembered in the cache

@@ -2,6 +2,7 @@ package pgserver_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -99,5 +100,53 @@ func execSQL(t *testing.T, url, sql string) {
 	defer c.Close(ctx)
 	if _, err := c.Exec(ctx, sql); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSlotFullOfLeftoversIsNotKept: runs cut short leave their
+// databases for the next run to drop; a slot that many left more than a
+// run can drop quickly (a test interrupting runs by the thousand filled
+// 20 GB of memory this way) is copied afresh by the next run.
+func TestSlotFullOfLeftoversIsNotKept(t *testing.T) {
+	t.Parallel()
+	cache := pgtest.CacheDir(t)
+	ctx := context.Background()
+	s := start(t, pgserver.Options{CacheDir: cache})
+	slot := s.DataDir()
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the lab clones them (FILE_COPY: no WAL), so that only their
+	// number tells.
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	strategy := ""
+	if version >= 150000 {
+		strategy = " STRATEGY FILE_COPY"
+	}
+	for i := range 70 {
+		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE leftover_%d%s", i, strategy)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(ctx)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	again := start(t, pgserver.Options{CacheDir: cache})
+	if again.DataDir() != slot {
+		t.Fatalf("the next run took another slot, %s, not %s", again.DataDir(), slot)
+	}
+	conn, err = pgx.Connect(ctx, again.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname LIKE 'leftover%'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d leftover databases (%v) in the next run's slot: it was kept", n, err)
 	}
 }

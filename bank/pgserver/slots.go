@@ -93,6 +93,11 @@ func (s *slot) fill(base, id string, account *runAs) error {
 const (
 	walBound   = 64 << 20 // pg_wal, always measured: two min_wal_size's worth
 	slotGrowth = 96 << 20 // the whole slot beyond the base, measured after a learner's code ran
+
+	// maxDatabases: past this many databases (the lab needs a dozen:
+	// PostgreSQL's three, a template and a spare per kind of run, the
+	// runs going on), a slot is copied afresh.
+	maxDatabases = 64
 )
 
 // usage is the space the files below dir take, or -1 when it cannot be
@@ -120,6 +125,13 @@ func usage(dir string) int64 {
 func (s *slot) grown(base string) string {
 	if wal := usage(filepath.Join(s.data, "pg_wal")); wal > walBound {
 		return fmt.Sprintf("its WAL had grown to %d MB", wal>>20)
+	}
+	// Each database is a folder of base/. Runs cut short (interrupted,
+	// killed) leave theirs, and the next run drops them behind it; a slot
+	// that many cut runs left more than it can drop quickly is copied
+	// afresh instead.
+	if dbs, err := os.ReadDir(filepath.Join(s.data, "base")); err == nil && len(dbs) > maxDatabases {
+		return fmt.Sprintf("it held %d databases, left by runs cut short", len(dbs))
 	}
 	if base == "" {
 		return ""

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/httpserve"
 	"github.com/zudojs/bank/cmd/bank/internal/labweb"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
@@ -77,7 +76,7 @@ func (a *app) lab(ctx context.Context, addr string) error {
 		}
 		return rec.Runs, err
 	}
-	hs := &http.Server{Handler: labweb.Handler(entries, run), ReadHeaderTimeout: 5 * time.Second}
+	hs := httpserve.New(labweb.Handler(entries, run))
 	return a.serveUntilDone(ctx, hs, ln, func(base string) {
 		fmt.Fprintf(a.io.Out, "bank lab: open %s in a browser (this machine only; Ctrl-C to stop)\n", base)
 	})

@@ -46,6 +46,11 @@ exponential backoff and full jitter, honouring Retry-After, within --attempts
 and --deadline. When it gives up, the outcome is unknown, not failed: the
 draft is kept, and "bank status" asks the server what happened.
 
+An answer that is not the bank's (a redirect, which is never followed, a page,
+JSON of another shape) leaves the outcome unknown too, and the draft kept. What
+the server sends is never written to the terminal as it came: its control
+characters are shown escaped (\x1b).
+
 Exit status: 0 the transfer was made, 1 the bank refused it, 2 bad command
 line, 3 the server could not be reached (nothing was sent), 4 the outcome is
 unknown. The client and the draft: bank help send.`,
@@ -175,8 +180,8 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 			return
 		}
 		obj := map[string]any{"key": d.Key, "outcome": outcome, "attempts": attempts, "status": res.Status}
-		if json.Valid(res.Body) {
-			obj["body"] = json.RawMessage(res.Body)
+		if body := client.SafeJSON(res.Body); body != nil {
+			obj["body"] = body
 		}
 		if outcome == "not_sent" || outcome == "unknown" {
 			obj["draft"] = path
@@ -190,13 +195,21 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; once the server is up: bank send --resume\n", err, path)
 		return exitcode.Silent{Code: exitcode.Env}
 	}
+	if err == nil {
+		// A redirect, a page, JSON of another shape: something that is
+		// not the bank answered, and the outcome is as unknown as after
+		// a timeout.
+		if err = res.Check(); err != nil {
+			err = fmt.Errorf("%w: %w; the transfer may or may not have happened: check with its key", client.ErrOutcomeUnknown, err)
+		}
+	}
 	if err != nil {
 		report("unknown", res)
 		fmt.Fprintf(a.io.Err, "bank: %v\n  the draft is kept in %s; check with: bank status   or retry with: bank send --resume\n", err, path)
 		return exitcode.Silent{Code: exitcode.Unknown}
 	}
 	os.Remove(path) // a definitive answer: the intent is settled
-	fmt.Fprintf(out, "server answered %d: %s\n", res.Status, res.Body)
+	fmt.Fprintf(out, "server answered %d: %s\n", res.Status, client.Printable(res.Body))
 	if res.Status/100 == 2 {
 		report("made", res)
 	} else {
@@ -208,10 +221,12 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	return nil
 }
 
+// errorCode is the bank's error code and message, as text safe for a
+// terminal: they are the server's bytes.
 func errorCode(body []byte) string {
 	var p struct{ Error, Message string }
 	if json.Unmarshal(body, &p) == nil && p.Error != "" {
-		return p.Error + " (" + p.Message + ")"
+		return client.Printable([]byte(p.Error + " (" + p.Message + ")"))
 	}
-	return string(body)
+	return client.Printable(body)
 }

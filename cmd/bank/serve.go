@@ -173,12 +173,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		RateLimit: f.rateLimit,
 		Rand:      rand.New(rand.NewPCG(f.seed, f.seed)),
 	}
-	hs := &http.Server{
-		Handler:           server,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		IdleTimeout:       60 * time.Second,
-	}
+	hs := httpserve.New(server)
+	hs.ReadTimeout = 15 * time.Second // the head and a body of 16 KiB at most
 	return a.serveUntilDone(ctx, hs, ln, a.banner)
 }
 

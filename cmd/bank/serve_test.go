@@ -584,3 +584,91 @@ func TestServeDatabaseStopped(t *testing.T) {
 		t.Fatalf("Ada's balance %v: the transfer must have happened once", b)
 	}
 }
+
+// TestServeForbidsFraming: every answer of bank serve, its API and its
+// pages (the problem types, the metrics) and its errors, says that no
+// other site may frame it.
+func TestServeForbidsFraming(t *testing.T) {
+	t.Parallel()
+	url := serveProcess(t)
+	for _, c := range []struct{ method, path, token, key, body string }{
+		{"POST", "/transfers", "token-ada", "framing-key-000000001", ok},
+		{"POST", "/transfers", "token-ada", "framing-key-000000001", ok}, // the replay
+		{"POST", "/transfers", "token-ada", "framing-key-000000002", `{"from":1,"to":1,"amountKobo":1}`},
+		{"POST", "/transfers", "", "", ok},
+		{"GET", "/transfers?key=framing-key-000000001", "token-ada", "", ""},
+		{"GET", "/transfers/1", "token-ada", "", ""},
+		{"GET", "/accounts/1", "token-ada", "", ""},
+		{"GET", "/healthz", "", "", ""},
+		{"GET", "/livez", "", "", ""},
+		{"GET", "/metrics", "", "", ""},
+		{"GET", "/problems", "", "", ""},
+		{"GET", "/problems/insufficient_funds", "", "", ""},
+		{"DELETE", "/transfers", "token-ada", "", ""},
+		{"GET", "/nowhere", "", "", ""},
+	} {
+		r := request(t, c.method, url+c.path, c.token, c.key, c.body)
+		if csp, xfo := r.header.Get("Content-Security-Policy"), r.header.Get("X-Frame-Options"); !strings.Contains(csp, "frame-ancestors 'none'") || xfo != "DENY" {
+			t.Errorf("%s %s (%d): Content-Security-Policy %q, X-Frame-Options %q", c.method, c.path, r.status, csp, xfo)
+		}
+	}
+}
+
+// TestServeBoundsTheHead: a request head over 16 KiB is answered 431 at
+// once (the attack: connections each stalling in a header of 1 MiB, which
+// Go reads by default, held bank serve's memory), and a head that
+// trickles in is cut off, without an answer.
+func TestServeBoundsTheHead(t *testing.T) {
+	t.Parallel()
+	addr := strings.TrimPrefix(serveProcess(t), "http://")
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(time.Minute)) // a bound against a hang
+		return c
+	}
+	// Ten connections at once, each sending a 1 MiB header and never its
+	// end: each is answered 431 and closed.
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial()
+			go io.WriteString(c, "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "+strings.Repeat("a", 1<<20))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if !strings.Contains(line, " 431 ") {
+				t.Errorf("connection %d, a 1 MiB header: %q %v, want 431", i, line, err)
+			}
+		}()
+	}
+	wg.Wait()
+	// A head that trickles in, a byte every 100 ms, is cut off.
+	c := dial()
+	io.WriteString(c, "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for tick := time.NewTicker(100 * time.Millisecond); ; {
+			select {
+			case <-stop:
+				tick.Stop()
+				return
+			case <-tick.C:
+				if _, err := c.Write([]byte("a")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	got, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("a connection trickling its head was never cut off")
+	}
+	if len(got) != 0 {
+		t.Fatalf("a stalled head got an answer: %q", got)
+	}
+}

@@ -24,7 +24,9 @@ func (a *app) statusCommand() *cobra.Command {
 		Short: "Ask the server what happened to a transfer, by its idempotency key",
 		Long: `Ask GET /transfers?key=KEY what happened to a transfer: completed (with the
 stored answer), still in progress, or never received (safe to send again).
-Without KEY, the pending draft's key, server and token are used.`,
+Without KEY, the pending draft's key, server and token are used. An answer
+that is not the bank's (a redirect, never followed; a page) is exit 4 and
+keeps the draft: bank help send.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := a.statePath(state)
@@ -56,6 +58,11 @@ Without KEY, the pending draft's key, server and token are used.`,
 			}
 			c := &client.Client{BaseURL: strings.TrimRight(server, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Second}}
 			st, body, err := c.Lookup(cmd.Context(), key)
+			if errors.Is(err, client.ErrNotTheBank) {
+				// Something else answered: what became of the key is as
+				// unknown as before, and the draft stays.
+				return exitcode.Unknownf("%v: what became of %s is still unknown; ask the bank itself (--server URL)", err, key)
+			}
 			if err != nil {
 				return exitcode.Envf("%v", err)
 			}
@@ -66,14 +73,14 @@ Without KEY, the pending draft's key, server and token are used.`,
 				// One object: the key, what the server knows of it, and
 				// its own answer (the stored response, for a completed key).
 				out := map[string]any{"key": key, "status": st}
-				if json.Valid(body) {
-					out["server"] = json.RawMessage(body)
+				if b := client.SafeJSON(body); b != nil {
+					out["server"] = b
 				}
 				return json.NewEncoder(a.io.Out).Encode(out)
 			}
 			switch st {
 			case "completed":
-				fmt.Fprintf(a.io.Out, "%s: completed: %s\n", key, body)
+				fmt.Fprintf(a.io.Out, "%s: completed: %s\n", key, client.Printable(body))
 			case "in_progress":
 				fmt.Fprintf(a.io.Out, "%s: still in progress; ask again shortly\n", key)
 			default:

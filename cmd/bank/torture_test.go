@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
+	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 // tortureJSON runs bank torture with --json and returns its report.
@@ -23,32 +25,75 @@ func tortureJSON(t *testing.T, args ...string) (torture.Report, int, string) {
 
 // TestTortureValid: the CI tier, 2,000 intents, injects every fault kind,
 // including a takeover and a fencing rejection (the pause is choreographed
-// through PostgreSQL, so every run has them), and ends valid.
+// through PostgreSQL, so every run has them), and ends valid, naming no
+// mistake.
 func TestTortureValid(t *testing.T) {
 	t.Parallel()
 	rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "2000", "--lock-ttl", "1s")
-	if code != exitcode.OK || rep.Verdict != "valid" {
-		t.Fatalf("exit %d, verdict %q: %s", code, rep.Verdict, out)
+	if code != exitcode.OK || rep.Verdict != "valid" || rep.Diagnosis != nil {
+		t.Fatalf("exit %d, verdict %q, diagnosis %+v: %s", code, rep.Verdict, rep.Diagnosis, out)
 	}
-	for _, fault := range append(torture.AllFaults, "takeovers (seen by the servers)", "fencing rejections (seen by the servers)") {
+	for _, fault := range torture.AllFaults {
 		if rep.Faults[fault] == 0 {
 			t.Errorf("%s never happened: %v", fault, rep.Faults)
+		}
+	}
+	for _, seen := range []string{"takeovers (seen by the servers)", "fencing rejections (seen by the servers)"} {
+		if rep.Timed[seen] == 0 {
+			t.Errorf("%s: none: %v", seen, rep.Timed)
+		}
+	}
+}
+
+// TestTortureReplayable: a seed is a bug report anyone can replay. Two
+// runs of one seed throw the same faults, each as many times as the seed
+// planned (torture.Planned), and reach the same verdict; only the counts
+// under "timed" may differ. (Before, the faults were drawn by whichever
+// client took an intent, and the replicas lost answers in the order
+// requests reached them: seed 1 lost 45 responses in one run and 47 in
+// the next.)
+func TestTortureReplayable(t *testing.T) {
+	t.Parallel()
+	args := []string{"--seed", "5", "--intents", "300", "--lock-ttl", "1s"}
+	var reps [2]torture.Report
+	for i := range reps {
+		rep, code, out := tortureJSON(t, args...)
+		if code != exitcode.OK {
+			t.Errorf("run %d: exit %d: %s", i, code, out)
+		}
+		reps[i] = rep
+	}
+	if !maps.Equal(reps[0].Faults, reps[1].Faults) || reps[0].Verdict != reps[1].Verdict || reps[0].Intents != reps[1].Intents {
+		t.Fatalf("one seed, two runs:\n%v %s %d\n%v %s %d", reps[0].Faults, reps[0].Verdict, reps[0].Intents, reps[1].Faults, reps[1].Verdict, reps[1].Intents)
+	}
+	want := torture.Planned(5, 300, 2, 0.1)
+	for _, f := range []string{"replica-kill", "database-crash", "replica-pause", "session-kill"} {
+		want[f] = 1
+	}
+	for _, f := range torture.AllFaults {
+		if reps[0].Faults[f] != want[f] {
+			t.Errorf("%s: thrown %d times, the seed planned %d", f, reps[0].Faults[f], want[f])
 		}
 	}
 }
 
 // TestTortureCatchesEachMistake: the checker is only worth something if it
-// fails when the servers are wrong. Each --break mode must end invalid and
-// name keys that moved money twice, on the first seed: the fenced pause
-// makes even no-fencing show every time.
+// fails when the servers are wrong. Each --break mode must end invalid,
+// with offending keys, on the first seed, and the diagnosis, drawn from
+// the run's history, must name the very mistake: the choreographed kill
+// shows second-transaction and no-lock-expiry, the pause no-fencing, the
+// session kill replay-500, and the kill and restart memory-keys.
 func TestTortureCatchesEachMistake(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"no-keys", "memory-keys", "no-fencing"} {
+	for _, mode := range wrong.Names() {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "400", "--lock-ttl", "1s", "--break", mode)
 			if code != exitcode.No || rep.Verdict != "invalid" || len(rep.Offending) == 0 {
 				t.Fatalf("exit %d, verdict %q, offending %v: %s", code, rep.Verdict, rep.Offending, out)
+			}
+			if d := rep.Diagnosis; d == nil || d.Mistake != mode || d.Why == "" {
+				t.Errorf("diagnosis %+v, want %s", d, mode)
 			}
 		})
 	}

@@ -50,6 +50,15 @@ func (e noError) Error() string { return e.msg }
 // Nof is a verdict of no, with its one line (exit 1).
 func Nof(format string, args ...any) error { return noError{fmt.Sprintf(format, args...)} }
 
+// unknownError is no verdict either way, with its one line.
+type unknownError struct{ msg string }
+
+func (e unknownError) Error() string { return e.msg }
+
+// Unknownf is no verdict either way, with its one line (exit 4): an
+// outcome that stays unknown.
+func Unknownf(format string, args ...any) error { return unknownError{fmt.Sprintf(format, args...)} }
+
 // Envf is an environment failure that is not PostgreSQL's (exit 3).
 func Envf(format string, args ...any) error {
 	return &pgserver.Error{Err: fmt.Errorf(format, args...)}
@@ -64,6 +73,7 @@ func (e Silent) Error() string { return fmt.Sprintf("exit %d", e.Code) }
 func Of(err error) int {
 	var u usageError
 	var no noError
+	var unknown unknownError
 	var s Silent
 	switch {
 	case err == nil:
@@ -76,6 +86,8 @@ func Of(err error) int {
 		return Interrupted
 	case errors.As(err, &no):
 		return No
+	case errors.As(err, &unknown):
+		return Unknown
 	case FromEnvironment(err):
 		return Env
 	}

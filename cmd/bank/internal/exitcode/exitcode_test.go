@@ -37,6 +37,7 @@ func TestExitCodeOfEachError(t *testing.T) {
 		{&pgconn.PgError{Code: "23505"}, Internal},
 		{&pgconn.PgError{Code: "57014"}, Internal}, // a cancelled statement is no sign of the machine
 		{Silent{Code: Unknown}, Unknown},
+		{fmt.Errorf("status: %w", Unknownf("not the bank's answer")), Unknown},
 		{Silent{Code: No}, No},
 		{context.Canceled, Interrupted},
 		{errors.New("something the lab did not expect"), Internal},

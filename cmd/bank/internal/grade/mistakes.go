@@ -52,3 +52,16 @@ var (
 	mNoRecovery = mistake{"no-recovery",
 		"a server that does not get over a cancelled statement", "bank scenario atomic"}
 )
+
+// mistakeNamed finds one of the mistakes above by its name (as bank
+// torture's diagnosis names them).
+func mistakeNamed(name string) (mistake, bool) {
+	for _, m := range []mistake{mTransfer, mNoIdempotency, mNotMarked, mReplayDiffers, mRawFingerprint, mNoFingerprint, mUnscoped,
+		mKeyOptional, mRefusalRerun, mReplay500, mCheckThenInsert, mNoExpiry, mSecondTransaction, mLockTTL, mNoFencing,
+		mMemoryKeys, mKeysNotShared, mNoLookup, mNoRecovery} {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return mistake{}, false
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
 )
 
@@ -57,7 +58,7 @@ func tortureRun(t *trial) {
 	}
 	t.note("%d intents, seed 1; faults: %s", rep.Intents, strings.Join(faults, ", "))
 	t.rec.Line("%d intents, seed 1; faults: %s", rep.Intents, strings.Join(faults, ", "))
-	t.note("once the faults stopped (no more kills, no lost replies), every intent was sent again under its key until answered, for at most %s", t.cfg.LockTTL+5*time.Second)
+	t.note("once the faults stopped (no more kills, no lost replies), every intent was sent again under its key until answered, for at most %s", (t.cfg.LockTTL + t.bound(5*time.Second)).Round(time.Second))
 	for i, v := range rep.Violations {
 		if i == 10 {
 			t.note("… and %d more", len(rep.Violations)-10)
@@ -73,10 +74,23 @@ func tortureRun(t *trial) {
 			t.note("the server's own row for %s: %s", key, row)
 		}
 	}
-	switch rep.Verdict {
-	case "valid":
+	switch {
+	case rep.Verdict == "valid":
 		t.passed("valid: %d intents through lost replies, duplicates and a killed server; each moved money once", rep.Intents)
-	case "invalid":
+	case rep.Verdict == "invalid" && unresolvedOnly(rep.Violations) && pace.Busy():
+		// Only intents that never settled, on a busy machine: the server
+		// may just have been too slow to answer in time.
+		t.unknown("%d intents did not settle in time, on a machine too busy to tell whether they would have: %s", len(rep.Violations), rep.Violations[0])
+	case rep.Verdict == "invalid":
+		if d := rep.Diagnosis; d != nil && d.Mistake != "" {
+			if m, ok := mistakeNamed(d.Mistake); ok {
+				t.failAs(m, "invalid: %d violations; %s; such as: %s", len(rep.Violations), d.Why, rep.Violations[0])
+				break
+			}
+		}
+		if d := rep.Diagnosis; d != nil && d.Why != "" {
+			t.note("what torture saw: %s", d.Why)
+		}
 		t.fail("invalid: %d violations, such as: %s", len(rep.Violations), rep.Violations[0])
 	default:
 		t.notApplicable("unknown: these faults never happened, so the run proves little: %v", rep.Missing)
@@ -84,6 +98,17 @@ func tortureRun(t *trial) {
 	if runtime.GOOS == "windows" {
 		t.note("(on Windows a killed server's own children may outlive it)")
 	}
+}
+
+// unresolvedOnly reports whether every violation is an intent that never
+// settled (and none moved money twice, or got two answers).
+func unresolvedOnly(violations []string) bool {
+	for _, v := range violations {
+		if !strings.Contains(v, "did not resolve") {
+			return false
+		}
+	}
+	return len(violations) > 0
 }
 
 // replica is one instance of the server, as bank torture drives it.

@@ -39,7 +39,7 @@ func Handler(entries []Entry, run Runner) http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; frame-ancestors 'none'")
 		w.Write([]byte(page))
 	})
 	m.HandleFunc("GET /api/entries", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, entries) })

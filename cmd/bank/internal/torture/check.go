@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/bank/audit"
 )
@@ -30,6 +33,7 @@ func (r *run) check(ctx context.Context, opening map[int64]int64) Report {
 		fail("", "reading the bank: %v", err)
 		return rep
 	}
+	r.books = books
 	for _, f := range []audit.Finding{books.Conserved(), books.LedgerAgrees()} {
 		if f.Holds {
 			pass(f.Check)
@@ -38,14 +42,22 @@ func (r *run) check(ctx context.Context, opening map[int64]int64) Report {
 		}
 	}
 	if !r.cfg.Opaque { // an opaque server's keys are its own business
-		var stuck int
-		switch err := r.cfg.DB.QueryRow(ctx, "SELECT count(*) FROM idempotency_keys WHERE status = 'in_progress'").Scan(&stuck); {
+		rows, err := r.cfg.DB.Query(ctx, "SELECT key FROM idempotency_keys WHERE status = 'in_progress' ORDER BY key")
+		var stuck []string
+		if err == nil {
+			stuck, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		switch {
 		case err != nil:
 			fail("", "reading the keys left in progress: %v", err)
-		case stuck == 0:
+		case len(stuck) == 0:
 			pass("no key left in progress")
 		default:
-			fail("", "%d keys still in progress after the faults stopped", stuck)
+			r.stuck = stuck
+			for _, k := range stuck {
+				bad[k] = true
+			}
+			fail("", "%d keys still in progress after the faults stopped: %s", len(stuck), strings.Join(stuck, ", "))
 		}
 	}
 
@@ -56,6 +68,9 @@ func (r *run) check(ctx context.Context, opening map[int64]int64) Report {
 	// Money moved twice is what this lab is about: those lines come first,
 	// then transfers nobody asked for (a changed body that was executed),
 	// then the rest.
+	for i, in := range r.intents {
+		in.moved = books.Moved(intents[i])
+	}
 	for i, in := range r.intents {
 		if moved := books.Moved(intents[i]); len(moved) > 1 {
 			fail(in.key, "%s moved money %d times (transfers %v)", in.key, len(moved), transferIDs(moved))
@@ -73,12 +88,15 @@ func (r *run) check(ctx context.Context, opening map[int64]int64) Report {
 			continue
 		}
 		pass("at most one transfer per key")
+		for _, a := range in.attempts {
+			// Any refusal will do (the lesson's is 422), or a 409 while
+			// the first is in progress; an answer that accepts it is wrong.
+			if a.Kind == "changed-body" && (a.Status/100 == 2 || a.Status/100 == 3) {
+				fail(in.key, "%s: the same key with a changed body got %d, not a refusal (422): %s", in.key, a.Status, a.Body)
+			}
+		}
 		var replies []audit.Reply
 		for _, a := range in.replies {
-			if a.Kind == "changed-body" {
-				fail(in.key, "%s: the same key with a changed body got %d, not a refusal (422): %s", in.key, a.Status, a.Body)
-				continue
-			}
 			replies = append(replies, a.reply())
 		}
 		if f := books.Answered(intents[i], replies); f.Holds {
@@ -95,7 +113,9 @@ func (r *run) check(ctx context.Context, opening map[int64]int64) Report {
 	if len(r.late5xx) == 0 {
 		pass("no 5xx after the faults stopped")
 	}
-	for _, k := range r.late5xx {
+	late := slices.Clone(r.late5xx) // in the order the settlers met them: sorted, each once
+	slices.Sort(late)
+	for _, k := range slices.Compact(late) {
 		fail(k, "%s got a 5xx after the faults had stopped", k)
 	}
 	for k := range bad {
@@ -106,14 +126,33 @@ func (r *run) check(ctx context.Context, opening map[int64]int64) Report {
 }
 
 // reply is an attempt as the audit compares it: its status, its body,
-// and the transfer a 2xx names.
+// and the transfer a 2xx names, or what keeps the body from naming it (a
+// missing field is not a zero).
 func (a attempt) reply() audit.Reply {
-	var receipt struct {
-		TransferID int64 `json:"transferId"`
-		AmountKobo int64 `json:"amountKobo"`
+	rp := audit.Reply{Status: a.Status, Body: a.Body}
+	if a.Status/100 != 2 {
+		return rp
 	}
-	json.Unmarshal([]byte(a.Body), &receipt)
-	return audit.Reply{Status: a.Status, Body: a.Body, TransferID: receipt.TransferID, Kobo: receipt.AmountKobo}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(a.Body), &fields); err != nil || fields == nil {
+		rp.Unreadable = "is not a JSON object"
+		return rp
+	}
+	var problems []string
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{"transferId", &rp.TransferID}, {"amountKobo", &rp.Kobo}} {
+		raw, ok := fields[f.name]
+		switch {
+		case !ok:
+			problems = append(problems, "lacks the field "+f.name)
+		case json.Unmarshal(raw, f.v) != nil:
+			problems = append(problems, fmt.Sprintf("has %s %s, not a whole number", f.name, raw))
+		}
+	}
+	rp.Unreadable = strings.Join(problems, " and ")
+	return rp
 }
 
 func transferIDs(ts []audit.Transfer) []int64 {

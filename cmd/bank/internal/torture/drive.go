@@ -2,12 +2,11 @@ package torture
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,36 +14,32 @@ import (
 	"github.com/zudojs/bank/bank/client"
 )
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// send makes one attempt at replica i and records it.
-func (r *run) send(ctx context.Context, i int, key, body, kind string) attempt {
-	return r.sendWith(ctx, r.http, i, key, body, kind)
+// send makes one attempt at replica i (modulo the replicas) and returns
+// it, not yet noted: the caller decides whether the client drops it.
+func (r *run) send(ctx context.Context, in *intent, i int, body, kind string) attempt {
+	return r.sendWith(ctx, r.http, in, i, body, kind)
 }
 
 // sendWith is send through a given HTTP client.
-func (r *run) sendWith(ctx context.Context, hc *http.Client, i int, key, body, kind string) attempt {
-	rp := r.cfg.Replicas[i%len(r.cfg.Replicas)]
-	c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: hc, MaxAttempts: 1, QuotedKey: r.cfg.QuotedKeys}
-	a := attempt{Key: key, Replica: i % len(r.cfg.Replicas), Kind: kind}
+func (r *run) sendWith(ctx context.Context, hc *http.Client, in *intent, i int, body, kind string) attempt {
+	i = i % len(r.cfg.Replicas)
+	rp := r.cfg.Replicas[i]
+	c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: hc, QuotedKey: r.cfg.QuotedKeys}
+	a := attempt{Intent: in.n, Key: in.key, Replica: i, Life: int(r.lives[i].Load()), Kind: kind, sent: time.Since(r.start)}
 	start := time.Now()
-	res, err := c.Send(ctx, key, []byte(body))
+	res, err := c.Once(ctx, in.key, []byte(body))
 	r.mu.Lock()
 	r.lat = append(r.lat, time.Since(start))
 	r.mu.Unlock()
 	if err != nil {
 		a.Network = "no answer"
 	} else {
-		a.Status, a.Replayed, a.Body = res.Status, res.Replayed, string(res.Body)
+		a.Status, a.Replayed, a.Body = res.Status, res.Replayed, keptBody(res.Body)
 		if res.Status == 0 {
 			a.Network = "no answer"
 		}
 	}
-	r.record(a)
+	a.done = time.Since(r.start)
 	return a
 }
 
@@ -54,154 +49,202 @@ func definitive(a attempt) bool {
 	return a.Status != 0 && a.Status != 409 && a.Status != 429 && a.Status < 500
 }
 
+// keep notes an attempt: in the history, in the intent's evidence, and,
+// if it is definitive, among the intent's replies (an answer the client
+// dropped included: the server did send it, and a replay must equal it).
 func (r *run) keep(in *intent, a attempt) {
-	if definitive(a) {
-		r.mu.Lock()
+	r.record(a)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	in.attempts = append(in.attempts, a)
+	if definitive(a) && (a.Kind != "lookup" || a.State == "completed") {
 		in.replies = append(in.replies, a)
-		r.mu.Unlock()
 	}
 }
 
-// drive sends one intent the way a good client does, with the faults a
-// client can cause: it may crash and resume from its journal, resend a
-// settled request (in sequence, two at once, or to the other replica),
-// and reuse the key with a changed body.
-func (r *run) drive(ctx context.Context, rnd *mrand.Rand, in *intent) {
-	replica := rnd.IntN(len(r.cfg.Replicas))
-	crashAfter := -1
-	if rnd.Float64() < 0.1 {
-		crashAfter = 1 // the client dies after its first attempt; the journal has the key
-	}
-	var last attempt
-	for n := 1; n <= 12 && ctx.Err() == nil; n++ {
-		if n > 1 {
-			// After no answer, try another replica, as a load balancer
-			// would; after a 409 or 5xx, either one.
-			if last.Status == 0 || rnd.Float64() < 0.5 {
-				replica++
+// drive sends one intent the way a good client does, with the faults its
+// plan (planFor) gives it: the client may drop answers (a lost response:
+// the server committed and answered, the client never heard), crash after
+// its first attempt and resume from its journal, then resend the settled
+// request (in sequence, two at once, to the same or the other replica),
+// or reuse the key with a changed body. Retries the timing causes (no
+// answer, 409, 5xx) are counted apart, in Report.Timed.
+func (r *run) drive(ctx context.Context, in *intent) {
+	p := in.plan
+	replicas := len(r.cfg.Replicas)
+	replica, drops, kind := p.First, p.Drops, "send"
+	failed := 0 // attempts without a definitive answer
+	for k := 1; ctx.Err() == nil; k++ {
+		if k > 1 {
+			sleep(ctx, backoff(r.cfg.Seed, in.n, k))
+		}
+		a := r.send(ctx, in, replica, in.body, kind)
+		last := replica
+		switch {
+		case k == 1 && p.Crash:
+			// The client dies before it reads the answer; its journal has
+			// the key, and it resumes, through the load balancer, at the
+			// other replica.
+			a.Dropped = "client-crash"
+			r.keep(in, a)
+			r.count("client-crash")
+			replica, kind = last+1, "resume"
+			if replicas > 1 {
 				r.count("other-replica")
 			}
-			time.Sleep(time.Duration(rnd.IntN(int(20*time.Millisecond) << min(n, 6))))
+			continue
+		case definitive(a) && drops > 0:
+			// Lost: the answer came, the client never heard it. The retry
+			// goes to the other replica, as a load balancer's would.
+			a.Dropped = "lost-response"
+			r.keep(in, a)
+			drops--
+			r.count("lost-response")
+			replica, kind = last+1, "retry"
+			if replicas > 1 {
+				r.count("other-replica")
+			}
+			continue
 		}
-		a := r.send(ctx, replica, in.key, in.body, "send")
 		r.keep(in, a)
-		last = a
 		if definitive(a) {
 			break
 		}
-		if n == crashAfter {
-			r.count("client-crash") // in-memory state gone; resume from the journal below
-			crashAfter = -1
-			replica = rnd.IntN(len(r.cfg.Replicas))
+		if failed++; failed == 12 {
+			break // left to the settle phase
 		}
+		r.timed(retriesTimed)
+		replica, kind = retryReplica(r.cfg.Seed, in.n, k, last, replicas, a.Status != 0), "retry"
 	}
-	// Which copies follow is drawn from the seed and the intent's number,
-	// not from the client's stream (whose draws depend on how many retries
-	// the timing caused), so that a seed always makes the same mix: a
-	// short run is never left without, say, a concurrent duplicate.
-	switch p := mrand.New(mrand.NewPCG(r.cfg.Seed, uint64(in.n)<<8|0x6b)).Float64(); {
-	case p < 0.15:
+	if ctx.Err() != nil {
+		return
+	}
+	r.copies(ctx, in)
+}
+
+// copies sends what follows an intent's answer, as its plan says.
+func (r *run) copies(ctx context.Context, in *intent) {
+	p := in.plan
+	to := p.First
+	if !p.Same {
+		to++
+	}
+	switch p.Copy {
+	case "duplicate":
 		r.count("duplicate")
-		r.keep(in, r.send(ctx, replica+1, in.key, in.body, "duplicate"))
-	case p < 0.25:
+		r.keep(in, r.send(ctx, in, to, in.body, "duplicate"))
+	case "concurrent-duplicate":
 		r.count("concurrent-duplicate")
 		var wg sync.WaitGroup
 		for k := 0; k < 2; k++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r.keep(in, r.send(ctx, replica+k, in.key, in.body, "duplicate"))
+				r.keep(in, r.send(ctx, in, p.First+k, in.body, "concurrent"))
 			}()
 		}
 		wg.Wait()
-	case p < 0.30 && len(in.replies) > 0:
-		// Only once the server has the key: before that a changed body is
-		// simply another request, which it must serve.
+	case "changed-body":
+		r.mu.Lock()
+		answered := len(in.replies) > 0
+		r.mu.Unlock()
+		if !answered {
+			// Only once the server has the key: before that a changed
+			// body is simply another request, which it must serve.
+			return
+		}
 		r.count("changed-body")
 		changed := strings.Replace(in.body, fmt.Sprintf(`"amountKobo":%d`, in.amount), fmt.Sprintf(`"amountKobo":%d`, in.amount+1_000_000), 1)
-		a := r.send(ctx, replica, in.key, changed, "changed-body")
-		// Any refusal will do (the lesson's is 422), or a 409 while the
-		// first is in progress; an answer that accepts it is wrong.
-		if a.Status/100 == 2 || a.Status/100 == 3 {
-			r.mu.Lock()
-			in.replies = append(in.replies, attempt{Key: in.key, Kind: "changed-body", Status: a.Status, Body: a.Body})
-			r.mu.Unlock()
-		}
+		a := r.send(ctx, in, p.First, changed, "changed-body")
+		r.record(a)
+		r.mu.Lock()
+		in.attempts = append(in.attempts, a)
+		r.mu.Unlock()
 	}
 }
 
-// inject runs the server-side faults on a schedule drawn from the seed,
-// spread over the time the clients take.
-func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
-	step := func(d time.Duration) bool {
-		select {
-		case <-time.After(d):
-			return true
-		case <-ctx.Done():
-			return false
-		}
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
-	// at waits until a share of the intents has been handed to clients, so
-	// that every fault lands while the load is on.
-	n := int64(len(r.intents))
-	// Progress is the share of intents handed out, or, with a duration,
-	// the share of it gone, whichever is further.
+}
+
+// inject throws the server-side faults, each at a point of the load the
+// seed chose (a share of the intents handed out, or of --duration gone),
+// one after another. A fault is thrown once its point is reached,
+// whatever happens meanwhile, so every run of a seed throws the same
+// ones; which requests happen to be in flight at that moment is the
+// machine's timing.
+func (r *run) inject(ctx context.Context, rnd *mrand.Rand) {
+	reps := r.cfg.Replicas
+	// Drawn up front, in one order, whatever is wanted.
+	killAt, killed := 0.10+rnd.Float64()*0.05, rnd.IntN(len(reps))
+	crashAt := 0.20 + rnd.Float64()*0.05
+	pauseAt, paused := 0.35+rnd.Float64()*0.05, rnd.IntN(len(reps))
+	sessionAt, session := 0.50+rnd.Float64()*0.05, rnd.IntN(len(reps))
+
+	n := int64(r.cfg.Intents)
 	progress := func() float64 {
-		p := float64(r.dispatched.Load()) / float64(n)
+		p := float64(r.dispatched.Load()) / float64(max(n, 1))
 		if d := r.cfg.Duration; d > 0 {
 			p = max(p, float64(time.Since(r.start))/float64(d))
 		}
 		return p
 	}
+	// The load ends early only with --duration, whose share of time then
+	// says the point was reached, or when the run is interrupted.
 	at := func(share float64) bool {
-		for progress() < share {
-			if r.loadOver.Load() || !step(10*time.Millisecond) {
-				return false
-			}
+		for progress() < share && ctx.Err() == nil {
+			sleep(ctx, 10*time.Millisecond)
 		}
-		return !r.loadOver.Load()
+		return ctx.Err() == nil
 	}
-	wanted := func(f string) bool {
-		for _, w := range r.cfg.Faults {
-			if w == f {
-				return true
-			}
+	wanted := func(f string) bool { return slices.Contains(r.cfg.Faults, f) }
+	// A fault that could not be thrown is noted, unless the run is ending
+	// anyway (interrupted, or its history could not be written).
+	failed := func(what string, err error) {
+		if err != nil && ctx.Err() == nil {
+			r.note(what + ": " + err.Error())
 		}
-		return false
 	}
-	reps := r.cfg.Replicas
-	if wanted("replica-kill") && at(0.10+rnd.Float64()*0.05) {
-		victim := reps[rnd.IntN(len(reps))]
-		if victim.Kill() == nil {
-			r.count("replica-kill")
-			r.note("killed a replica (kill -9)")
+	if wanted("replica-kill") && at(killAt) {
+		var err error
+		if r.cfg.Opaque || len(reps) < 2 {
+			err = r.plainKill(killed)
+		} else {
+			err = r.killHolding(ctx, killed)
 		}
-		step(200 * time.Millisecond)
-		if err := victim.Restart(); err != nil {
-			r.note("restarting a replica: " + err.Error())
-		}
+		failed("kill", err)
 	}
 	// The database crash comes before the pause: a crash while a replica
 	// sleeps would roll back the very work the pause is there to expose.
-	if wanted("database-crash") && r.cfg.CrashDB != nil && at(0.20+rnd.Float64()*0.05) {
+	if wanted("database-crash") && r.cfg.CrashDB != nil && at(crashAt) {
+		r.event(fault{Fault: "database-crash"})
 		if err := r.cfg.CrashDB(); err == nil {
 			r.cfg.DB.Reset() // its connections died with the server
 			r.count("database-crash")
 			r.note("stopped PostgreSQL immediately and restarted it")
 		} else {
-			r.note("database crash: " + err.Error())
+			failed("database crash", err)
 		}
 	}
-	if wanted("replica-pause") && at(0.35+rnd.Float64()*0.05) {
+	if wanted("replica-pause") && at(pauseAt) {
 		// Paused inside its transaction past the lock TTL, while a retry
 		// takes its key over: when it wakes, the fencing token must
 		// refuse its work. Choreographed through PostgreSQL, not timed.
-		if err := r.fencedPause(ctx, rnd); err != nil {
-			r.note("pause: " + err.Error())
+		if err := r.fencedPause(ctx, paused); err != nil {
+			failed("pause", err)
 		} else {
 			r.count("replica-pause")
 			r.note("paused a replica inside its transfer, let a retry take its key over, then resumed it")
 		}
+	}
+	if wanted("session-kill") && !r.cfg.Opaque && at(sessionAt) {
+		failed("session kill", r.sessionKill(ctx, session))
 	}
 }
 
@@ -224,7 +267,8 @@ func (r *run) note(s string) {
 // when the server never got it, or when it is still in progress after a
 // lock could have expired: a lock left by a killed server is taken over
 // only by a new request with the key, never by waiting. (An opaque server
-// is not asked: the intent is sent again until it is answered.)
+// is not asked: the intent is sent again until it is answered.) It asks
+// the replica the intent first went to, then the next, and so on.
 func (r *run) resolve(ctx context.Context, in *intent, faultsOver, deadline time.Time) {
 	if r.cfg.Opaque {
 		r.resend(ctx, in, deadline)
@@ -234,44 +278,69 @@ func (r *run) resolve(ctx context.Context, in *intent, faultsOver, deadline time
 		if ctx.Err() != nil {
 			return
 		}
-		rp := r.cfg.Replicas[i%len(r.cfg.Replicas)]
-		c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: r.http}
-		state, body, err := c.Lookup(ctx, in.key)
+		a := r.lookup(ctx, in, in.plan.First+i)
+		r.keep(in, a)
 		switch {
-		case err != nil:
-			r.settleNote(in, attempt{Key: in.key, Kind: "lookup", Network: "no answer"})
-			time.Sleep(100 * time.Millisecond)
-		case state == "in_progress" && time.Since(faultsOver) < r.cfg.LockTTL:
-			r.settleNote(in, attempt{Key: in.key, Kind: "lookup", Status: 200, Body: `{"status":"in_progress"}`})
-			time.Sleep(100 * time.Millisecond)
-		case state == "completed":
-			var rec struct {
-				ResponseStatus int             `json:"responseStatus"`
-				ResponseBody   json.RawMessage `json:"responseBody"`
+		case a.Network != "":
+			r.settleNote(in, a)
+			sleep(ctx, 100*time.Millisecond)
+		case a.State == "in_progress" && time.Since(faultsOver) < r.cfg.LockTTL:
+			r.settleNote(in, a)
+			sleep(ctx, 100*time.Millisecond)
+		case a.State == "completed":
+			if a.Status >= 500 {
+				// A failure kept as the key's answer: every retry would get
+				// it back. Settled, but wrongly, and the checker says so.
+				r.mu.Lock()
+				r.late5xx = append(r.late5xx, in.key)
+				r.mu.Unlock()
 			}
-			json.Unmarshal(body, &rec)
-			a := attempt{Key: in.key, Kind: "lookup", Status: rec.ResponseStatus, Body: string(rec.ResponseBody)}
-			r.record(a)
-			r.keep(in, a)
 			in.resolved = true
 			return
 		default: // never received, released, or in progress past any lock: send it again
-			if r.sendAgain(ctx, i, in) {
+			if r.sendAgain(ctx, in.plan.First+i, in) {
 				return
 			}
-			time.Sleep(100 * time.Millisecond)
+			sleep(ctx, 100*time.Millisecond)
 		}
 	}
 	// unresolved: the checker reports it, with what the settling saw
 }
 
+// lookup asks replica i what became of an intent (GET /transfers?key=).
+// A completed key's attempt carries the stored status and body.
+func (r *run) lookup(ctx context.Context, in *intent, i int) attempt {
+	i = i % len(r.cfg.Replicas)
+	rp := r.cfg.Replicas[i]
+	c := &client.Client{BaseURL: rp.URL(), Token: "token-ada", HTTP: r.http}
+	a := attempt{Intent: in.n, Key: in.key, Replica: i, Life: int(r.lives[i].Load()), Kind: "lookup", sent: time.Since(r.start)}
+	state, body, err := c.Lookup(ctx, in.key)
+	a.done = time.Since(r.start)
+	switch {
+	case err != nil:
+		a.Network = "no answer"
+	case state == "completed":
+		var rec struct {
+			ResponseStatus int             `json:"responseStatus"`
+			ResponseBody   json.RawMessage `json:"responseBody"`
+		}
+		json.Unmarshal(body, &rec)
+		a.State, a.Status, a.Body = state, rec.ResponseStatus, keptBody(rec.ResponseBody)
+	case state == "in_progress":
+		a.State, a.Status = state, 200
+	default: // unknown: the server never received it
+		a.State, a.Status = state, 404
+	}
+	return a
+}
+
 // resend settles an intent by sending it again until it is answered.
 func (r *run) resend(ctx context.Context, in *intent, deadline time.Time) {
 	for i := 0; i == 0 || time.Now().Before(deadline); i++ { // one try at least, even after the deadline
-		if ctx.Err() != nil || r.sendAgain(ctx, i, in) {
+		if ctx.Err() != nil || r.sendAgain(ctx, in.plan.First+i, in) {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		sleep(ctx, 100*time.Millisecond)
 	}
 	// unresolved: the checker reports it, with what the settling saw
 }
@@ -279,7 +348,7 @@ func (r *run) resend(ctx context.Context, in *intent, deadline time.Time) {
 // sendAgain sends an intent once more, to replica i, and reports whether
 // the answer settled it.
 func (r *run) sendAgain(ctx context.Context, i int, in *intent) bool {
-	a := r.send(ctx, i, in.key, in.body, "settle")
+	a := r.send(ctx, in, i, in.body, "settle")
 	r.keep(in, a)
 	r.settleNote(in, a)
 	if a.Status >= 500 {
@@ -302,4 +371,16 @@ func (r *run) settleNote(in *intent, a attempt) {
 	if len(in.settleLast) > 4 {
 		in.settleLast = in.settleLast[1:]
 	}
+}
+
+// maxKept is as much of an answer's body as the run keeps (the lesson's
+// are a few hundred bytes): thousands of attempts at a server that sends
+// megabytes must not take the run's memory with them.
+const maxKept = 8 << 10
+
+func keptBody(b []byte) string {
+	if len(b) > maxKept {
+		return string(b[:maxKept]) + "…(cut)"
+	}
+	return string(b)
 }

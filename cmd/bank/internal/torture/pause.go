@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
-	"net/http"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,57 +32,25 @@ import (
 // transfer: there the run waits until the copy too is blocked. With a
 // broken store the same steps move the money twice, every time, which is
 // what the checker must then catch.
-func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
+func (r *run) fencedPause(ctx context.Context, v int) error {
 	reps := r.cfg.Replicas
 	if len(reps) < 2 {
 		return errors.New("a fenced pause needs two replicas")
 	}
-	v := rnd.IntN(len(reps))
 	victim, other := reps[v], reps[(v+1)%len(reps)]
 	// Between Ada's and Bola's own accounts, which no seeded intent
 	// touches (those use the extra accounts): the only sessions that can
 	// wait on the run's row lock are this intent's.
-	in := r.newIntent(rnd, "pause", 1, 2)
+	in := r.newIntent("pause", 1, 2, v)
 
-	conn, err := r.cfg.DB.Acquire(ctx)
+	s := r.sender(in)
+	defer s.wait()
+	hold, err := r.lockRow(ctx, "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", in.from)
 	if err != nil {
 		return err
 	}
-	defer conn.Release()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", in.from); err != nil {
-		return err
-	}
-	var us int
-	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&us); err != nil {
-		return err
-	}
-
-	// The choreography's own requests must reach their servers whatever
-	// the load: no short client timeout (the run's clients give up after
-	// half the lock TTL), only a bound.
-	hc := &http.Client{Timeout: 60 * time.Second}
-	var sends sync.WaitGroup
-	send := func(replica int, kind string) <-chan struct{} {
-		done := make(chan struct{})
-		sends.Add(1)
-		go func() {
-			defer sends.Done()
-			defer close(done)
-			r.keep(in, r.sendWith(ctx, hc, replica, in.key, in.body, kind))
-		}()
-		return done
-	}
-	send(v, "send")
-	blockedBy := func(name string) (string, []any) {
-		return `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND $2::int = ANY (pg_blocking_pids(pid)))`, []any{name, us}
-	}
-	q, args := blockedBy(victim.Name())
-	if err := r.await(ctx, "the victim blocked on the run's row lock", q, args...); err != nil {
+	defer hold.release()
+	if _, err := r.untilWaiting(ctx, s, v, "pause", hold.pid); err != nil {
 		return err
 	}
 	// The victim's claim, if its store keeps keys in the database: the
@@ -97,6 +62,7 @@ func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 	if err := victim.Pause(); err != nil {
 		return err
 	}
+	r.event(fault{Fault: "replica-pause", Replica: &v, Intent: &in.n, What: "paused (SIGSTOP) while its transfer waited on a row lock of the run's"})
 	resumed := false
 	defer func() {
 		if !resumed {
@@ -108,29 +74,31 @@ func (r *run) fencedPause(ctx context.Context, rnd *mrand.Rand) error {
 		in.key); err != nil {
 		return err
 	}
-	taken, takenArgs := blockedBy(other.Name()) // no key in the database: the copy waits on the row
+	taken, takenArgs := waitsOn, []any{other.Name(), hold.pid} // no key in the database: the copy waits on the row
 	if claimedLock != nil {
 		taken, takenArgs = `SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE key = $1 AND status = 'in_progress' AND lock_id IS DISTINCT FROM $2)`, []any{in.key, *claimedLock}
 	}
-	if err := r.resendUntil(ctx, func() <-chan struct{} { return send((v+1)%len(reps), "duplicate") }, taken, takenArgs...); err != nil {
+	if err := r.resendUntil(ctx, func() <-chan attempt { return s.send(ctx, (v+1)%len(reps), "pause") }, taken, takenArgs...); err != nil {
 		return err
 	}
-	if err := tx.Rollback(ctx); err != nil {
-		return err
-	}
+	hold.release()
 	resumed = true
 	if err := victim.Resume(); err != nil {
 		return err
 	}
-	sends.Wait()
+	s.wait()
 	return nil
 }
 
 // resendUntil sends (with send) until query says yes; a try that ends
 // before that (an error on the way, such as a connection the database
-// crash broke) is followed by another. Thirty seconds at most.
-func (r *run) resendUntil(ctx context.Context, send func() <-chan struct{}, query string, args ...any) error {
+// crash broke) is followed by another. Thirty seconds at most, and a lock
+// TTL at most of answers that say the key is still in progress (the key's
+// lock has expired by then: a server that keeps refusing never takes a
+// key over, and waiting longer shows nothing more).
+func (r *run) resendUntil(ctx context.Context, send func() <-chan attempt, query string, args ...any) error {
 	deadline := time.Now().Add(30 * time.Second)
+	var refused time.Time // since when every answer has been 409
 	done := send()
 	for {
 		var yes bool
@@ -141,10 +109,19 @@ func (r *run) resendUntil(ctx context.Context, send func() <-chan struct{}, quer
 			return nil
 		}
 		select {
-		case <-done:
+		case a := <-done:
+			switch {
+			case a.Status != 409:
+				refused = time.Time{}
+			case refused.IsZero():
+				refused = time.Now()
+			case time.Since(refused) > r.cfg.LockTTL:
+				return fmt.Errorf("the other replica kept answering 409 (in progress) for %s after the key's lock had expired: it never took the key over", time.Since(refused).Round(100*time.Millisecond))
+			}
 			if time.Now().After(deadline) {
 				return errors.New("waited 30 s for the other replica to take the key over")
 			}
+			sleep(ctx, 50*time.Millisecond)
 			done = send()
 		case <-time.After(5 * time.Millisecond):
 		case <-ctx.Done():
@@ -178,14 +155,16 @@ func (r *run) await(ctx context.Context, what, query string, args ...any) error 
 }
 
 // newIntent makes an intent beyond the seeded ones, for a fault that
-// needs a request of its own; it is resolved and checked like the rest.
-func (r *run) newIntent(rnd *mrand.Rand, label string, from, to int) *intent {
+// needs a request of its own; it is resolved and checked like the rest,
+// starting at replica first. Its number, key and amount follow the seeded
+// intents', in the order the faults come.
+func (r *run) newIntent(label string, from, to, first int) *intent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := r.cfg.Intents + len(r.extra)
 	amount := int64(100 + n)
-	in := &intent{
-		key: fmt.Sprintf("torture-%d-%s-%06d-%s", r.cfg.Seed, label, n, randomHex(4)), from: from, to: to, amount: amount,
+	in := &intent{n: n, plan: plan{First: first},
+		key: fmt.Sprintf("torture-%d-%s-%06d", r.cfg.Seed, label, n), from: from, to: to, amount: amount,
 		body: fmt.Sprintf(`{"from":%d,"to":%d,"amountKobo":%d}`, from, to, amount),
 	}
 	r.extra = append(r.extra, in)

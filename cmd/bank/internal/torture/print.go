@@ -9,8 +9,9 @@ import (
 	"strings"
 )
 
-// Print prints the report as bank torture does: the faults thrown, the
-// checks passed, the latency, the violations and the verdict.
+// Print prints the report as bank torture does: the faults thrown (the
+// seed's), the checks passed, what the timing decided, the latency, the
+// violations, the mistake they fit and the verdict.
 func (rep Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "seed %d, %d intents\n\nfaults injected:\n", rep.Seed, rep.Intents)
 	for _, k := range sortedKeys(rep.Faults) {
@@ -33,6 +34,12 @@ func (rep Report) Print(w io.Writer) {
 	for _, k := range sortedKeys(checks) {
 		fmt.Fprintf(w, "  %-42s %d\n", k, checks[k])
 	}
+	if len(rep.Timed) > 0 {
+		fmt.Fprintln(w, "\ntimed (the machine's timing decides these, not the seed):")
+		for _, k := range sortedKeys(rep.Timed) {
+			fmt.Fprintf(w, "  %-42s %d\n", k, rep.Timed[k])
+		}
+	}
 	fmt.Fprintf(w, "\nlatency p50 %.1f ms, p99 %.1f ms; every intent settled %.1f s after the last fault\n", rep.P50, rep.P99, float64(rep.ResolveMs)/1000)
 	if len(rep.Violations) > 0 {
 		fmt.Fprintf(w, "\nviolations (%d):\n", len(rep.Violations))
@@ -44,6 +51,13 @@ func (rep Report) Print(w io.Writer) {
 			fmt.Fprintln(w, "  "+v)
 		}
 		fmt.Fprintf(w, "offending keys: %d\n", len(rep.Offending))
+	}
+	if d := rep.Diagnosis; d != nil {
+		if d.Mistake != "" {
+			fmt.Fprintf(w, "\nlooks like the mistake %s (%s): %s\n", d.Mistake, d.See, d.Why)
+		} else {
+			fmt.Fprintf(w, "\nno mistake named: %s\n", d.Why)
+		}
 	}
 	if len(rep.Missing) > 0 {
 		fmt.Fprintf(w, "\nfault kinds asked for that never happened: %s\n", strings.Join(rep.Missing, ", "))

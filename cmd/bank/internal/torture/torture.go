@@ -40,11 +40,19 @@ type Replica interface {
 
 // Config is one run.
 type Config struct {
-	Seed     uint64
-	Intents  int
-	Clients  int
+	Seed    uint64
+	Intents int
+	Clients int
+	// Accounts are the accounts the intents move money between: ids 4 to
+	// Accounts+3, all Ada's (bank.AddAccounts). The bank must have two
+	// more, Accounts+4 and Accounts+5, also Ada's, which no intent
+	// touches: the choreographed kill and session kill send between them.
 	Accounts int
 	LockTTL  time.Duration
+	// LoseRate is the share of answers the clients drop (lost responses,
+	// decided by the seed for each intent); bank grade's proxies lose
+	// replies of their own instead, and leave it 0.
+	LoseRate float64
 	Replicas []Replica
 	DB       *pgxpool.Pool
 	CrashDB  func() error  // immediate stop and restart of PostgreSQL; nil when not ours
@@ -73,27 +81,57 @@ type Config struct {
 }
 
 // AllFaults are the fault kinds a run can inject.
-var AllFaults = []string{"duplicate", "concurrent-duplicate", "other-replica", "changed-body", "lost-response", "client-crash", "replica-kill", "replica-pause", "database-crash"}
+var AllFaults = []string{"duplicate", "concurrent-duplicate", "other-replica", "changed-body", "lost-response", "client-crash", "replica-kill", "replica-pause", "database-crash", "session-kill"}
 
-// attempt is one send and what came back.
+// The counts the machine's timing decides, not the seed (Report.Timed).
+const (
+	takeoversTimed = "takeovers (seen by the servers)"
+	fencedTimed    = "fencing rejections (seen by the servers)"
+	retriesTimed   = "retries after no answer, 409 or 5xx"
+)
+
+// attempt is one send (or lookup) and what came back: a line of the
+// history, and the evidence the checker and the diagnosis read.
 type attempt struct {
+	Intent   int    `json:"intent"` // the intent's number in the run
 	Key      string `json:"key"`
 	Replica  int    `json:"replica"`
-	Kind     string `json:"kind"` // send, duplicate, changed-body, lookup
+	Life     int    `json:"life"` // which life of the replica it was sent to: 0, then 1 after its first restart, …
+	Kind     string `json:"kind"` // send, retry, resume, duplicate, concurrent, changed-body, settle, lookup, or the fault that made it (pause, kill, session-kill)
 	Status   int    `json:"status"`
 	Network  string `json:"network,omitempty"`
 	Replayed bool   `json:"replayed,omitempty"`
+	State    string `json:"state,omitempty"`   // a lookup's: completed, in_progress, unknown
+	Dropped  string `json:"dropped,omitempty"` // the client never heard this answer: lost-response, client-crash
 	Body     string `json:"body,omitempty"`
-	At       string `json:"at"`
+	Sent     string `json:"sent"` // when it was sent, from the start of the run
+	At       string `json:"at"`   // when it ended
+
+	sent, done time.Duration
+}
+
+// fault is a line of the history for a fault the run threw at a server.
+type fault struct {
+	Fault   string `json:"fault"`
+	Replica *int   `json:"replica,omitempty"`
+	Life    int    `json:"life,omitempty"` // the replica's life after it (a kill's restart)
+	Intent  *int   `json:"intent,omitempty"`
+	What    string `json:"what,omitempty"`
+	At      string `json:"at"`
+
+	at time.Duration
 }
 
 type intent struct {
-	n        int // its number in the run: the draw of its client-side faults
+	n        int // its number in the run: the seed's draw of its faults
+	plan     plan
 	key      string
 	from, to int
 	amount   int64
 	body     string
-	replies  []attempt // definitive replies (not network errors, not 409/5xx)
+	attempts []attempt        // everything sent under its key, in the order it ended
+	replies  []attempt        // definitive replies (not network errors, not 409/5xx), lookups of a completed key included
+	moved    []audit.Transfer // the ledger's transfers with its accounts and amount, once checked
 	resolved bool
 	// What the settle phase sent and saw, for an intent that never
 	// resolved: how many tries, and the last few answers.
@@ -103,17 +141,26 @@ type intent struct {
 
 // Report is the verdict and its evidence.
 type Report struct {
-	Seed       uint64           `json:"seed"`
-	Intents    int              `json:"intents"`
-	Faults     map[string]int64 `json:"faults"`
+	Seed    uint64 `json:"seed"`
+	Intents int    `json:"intents"`
+	// Faults are the faults thrown: the same for every run of a seed
+	// (with the same flags), as the seed planned them.
+	Faults map[string]int64 `json:"faults"`
+	// Timed are counts the machine's timing decides: the takeovers and
+	// fencing rejections the servers saw, and the retries that requests
+	// caught by a kill, a crash or a slow moment needed.
+	Timed      map[string]int64 `json:"timed"`
 	Checks     map[string]int   `json:"checksPassed"`
 	Violations []string         `json:"violations"`
 	Offending  []string         `json:"offendingKeys"`
 	Missing    []string         `json:"faultsNotInjected"`
 	Verdict    string           `json:"verdict"` // valid, invalid, unknown
-	ResolveMs  int64            `json:"resolveAfterFaultsMs"`
-	P50        float64          `json:"p50Ms"`
-	P99        float64          `json:"p99Ms"`
+	// Diagnosis names the lesson's mistake the violations fit, from the
+	// run's history; nil when there is no violation.
+	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
+	ResolveMs int64      `json:"resolveAfterFaultsMs"`
+	P50       float64    `json:"p50Ms"`
+	P99       float64    `json:"p99Ms"`
 	// LeftOut are the fault kinds asked for that this platform cannot
 	// inject, each with the reason (a pause, on Windows): not asked of the
 	// run, so neither they nor what they bring about are required.
@@ -126,16 +173,22 @@ type run struct {
 	intents []*intent
 	extra   []*intent // made during the run by faults that need their own
 	faults  map[string]*atomic.Int64
+	timing  map[string]*atomic.Int64
+	lives   []atomic.Int64 // each replica's life: how often it was restarted
+	events  []fault        // the faults thrown, in order
 	lat     []time.Duration
 	hist    sync.Mutex
+	histErr error // the first error writing the history; it ends the run
+	stop    context.CancelCauseFunc
 	liveMu  sync.Mutex // the progress line and the notes share a terminal
 	start   time.Time
 
-	fenced, takeovers atomic.Int64
-	dispatched        atomic.Int64 // intents handed to clients so far
-	loadOver          atomic.Bool
-	late5xx           []string // keys that got a 5xx after the faults stopped
-	before            int      // transfers in the bank before the run
+	dispatched atomic.Int64 // intents handed to clients so far
+	loadOver   atomic.Bool
+	late5xx    []string    // keys that got a 5xx after the faults stopped
+	before     int         // transfers in the bank before the run
+	books      audit.Books // the bank once the intents settled
+	stuck      []string    // keys left in progress
 	// http gives up on an attempt after half the lock TTL, so a client
 	// stuck on a paused replica retries elsewhere while the lock is held.
 	http *http.Client
@@ -143,16 +196,50 @@ type run struct {
 
 func (r *run) count(kind string) { r.faults[kind].Add(1) }
 
+func (r *run) timed(kind string) { r.timing[kind].Add(1) }
+
+// record writes an attempt to the history. The first error writing it
+// ends the run (a history with a hole in it is no record), and Run
+// returns it.
 func (r *run) record(a attempt) {
+	a.Sent, a.At = ms(a.sent), ms(a.done)
+	r.write(a)
+}
+
+// event notes a fault the run threw, for the diagnosis and the history.
+func (r *run) event(f fault) {
+	f.at = time.Since(r.start)
+	f.At = ms(f.at)
+	r.mu.Lock()
+	r.events = append(r.events, f)
+	r.mu.Unlock()
+	r.write(f)
+}
+
+func (r *run) write(v any) {
 	if r.cfg.History == nil {
 		return
 	}
-	a.At = time.Since(r.start).Round(time.Millisecond).String()
-	b, _ := json.Marshal(a)
+	b, _ := json.Marshal(v)
 	r.hist.Lock()
-	r.cfg.History.Write(append(b, '\n'))
-	r.hist.Unlock()
+	defer r.hist.Unlock()
+	if r.histErr != nil {
+		return
+	}
+	if _, err := r.cfg.History.Write(append(b, '\n')); err != nil {
+		r.histErr = err
+		r.stop(&HistoryError{err})
+	}
 }
+
+// HistoryError is a write to Config.History that failed: the run stopped
+// there.
+type HistoryError struct{ Err error }
+
+func (e *HistoryError) Error() string { return "writing the history: " + e.Err.Error() }
+func (e *HistoryError) Unwrap() error { return e.Err }
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
 
 // live prints a progress line on a terminal until the returned func runs.
 func (r *run) live() func() {
@@ -181,17 +268,27 @@ func (r *run) live() func() {
 }
 
 // Run injects faults while the clients work, lets every intent resolve,
-// then checks.
+// then checks. It returns an error only when the run itself could not go
+// on: interrupted (ctx), the books unreadable, or the history unwritable
+// (a *HistoryError).
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	var leftOut map[string]string
 	cfg.Faults, leftOut = forPlatform(cfg.Faults, runtime.GOOS)
-	r := &run{cfg: cfg, faults: map[string]*atomic.Int64{}, start: time.Now(),
-		http: &http.Client{Timeout: cfg.LockTTL / 2, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	r := &run{cfg: cfg, faults: map[string]*atomic.Int64{}, timing: map[string]*atomic.Int64{}, start: time.Now(), stop: stop,
+		lives: make([]atomic.Int64, len(cfg.Replicas)),
+		http:  &http.Client{Timeout: cfg.LockTTL / 2, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	for _, f := range AllFaults {
 		r.faults[f] = &atomic.Int64{}
 	}
+	for _, f := range []string{takeoversTimed, fencedTimed, retriesTimed} {
+		r.timing[f] = &atomic.Int64{}
+	}
 	seed := mrand.New(mrand.NewPCG(cfg.Seed, 0x70727475))
-	// Intents: unique amounts, so each transfer belongs to one intent.
+	// Intents: unique amounts, so each transfer belongs to one intent;
+	// keys that name the seed and the intent, so that a replay of the
+	// seed names the same ones (every run has a database of its own).
 	for i := 0; i < cfg.Intents; i++ {
 		from, to := 1, 2
 		if !cfg.Opaque {
@@ -202,8 +299,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			}
 		}
 		amount := int64(100 + i)
-		r.intents = append(r.intents, &intent{n: i,
-			key: fmt.Sprintf("torture-%d-%06d-%s", cfg.Seed, i, randomHex(4)), from: from, to: to, amount: amount,
+		r.intents = append(r.intents, &intent{n: i, plan: planFor(cfg.Seed, i, len(cfg.Replicas), cfg.LoseRate),
+			key: fmt.Sprintf("torture-%d-%06d", cfg.Seed, i), from: from, to: to, amount: amount,
 			body: fmt.Sprintf(`{"from":%d,"to":%d,"amountKobo":%d}`, from, to, amount),
 		})
 	}
@@ -223,19 +320,18 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rnd := mrand.New(mrand.NewPCG(cfg.Seed, uint64(c)+1))
 			for in := range work {
 				r.dispatched.Add(1)
-				r.drive(ctx, rnd, in)
+				r.drive(ctx, in)
 			}
 		}()
 	}
 	faultsDone := make(chan struct{})
 	go func() { defer close(faultsDone); r.inject(ctx, seed) }()
 	stopLive := r.live()
-	var stop <-chan time.Time
+	var stopAt <-chan time.Time
 	if cfg.Duration > 0 {
-		stop = time.After(cfg.Duration)
+		stopAt = time.After(cfg.Duration)
 	}
 	sent := 0
 dispatch:
@@ -243,7 +339,7 @@ dispatch:
 		select {
 		case work <- in:
 			sent++
-		case <-stop:
+		case <-stopAt:
 			break dispatch
 		case <-ctx.Done():
 			break dispatch
@@ -251,9 +347,9 @@ dispatch:
 	}
 	close(work)
 	wg.Wait()
+	r.loadOver.Store(true)
+	<-faultsDone // the faults planned for points the load passed are all thrown
 	r.intents = append(r.intents[:sent], r.extra...)
-	r.loadOver.Store(true) // the injector stops with the load
-	<-faultsDone
 	stopLive()
 	lastFault := time.Now()
 
@@ -285,11 +381,14 @@ dispatch:
 	}
 	close(todo)
 	settlers.Wait()
-	if err := ctx.Err(); err != nil {
-		return Report{}, err
+	if ctx.Err() != nil {
+		return Report{}, context.Cause(ctx)
 	}
 	resolved := time.Since(lastFault)
 	rep := r.check(ctx, opening)
+	if ctx.Err() != nil { // the history failed while the checker read
+		return Report{}, context.Cause(ctx)
+	}
 	rep.LeftOut = leftOut
 	rep.ResolveMs = resolved.Milliseconds()
 	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
@@ -299,16 +398,18 @@ dispatch:
 	}
 	for _, rp := range cfg.Replicas {
 		m := rp.Metrics()
-		r.faults["lost-response"].Add(m["bank_lost_responses_total"])
-		r.fenced.Add(m["bank_fenced_total"])
-		r.takeovers.Add(m["bank_takeovers_total"])
+		r.faults["lost-response"].Add(m["bank_lost_responses_total"]) // bank grade's proxies lose replies of their own
+		r.timing[fencedTimed].Add(m["bank_fenced_total"])
+		r.timing[takeoversTimed].Add(m["bank_takeovers_total"])
 	}
 	rep.Faults = map[string]int64{}
 	for k, v := range r.faults {
 		rep.Faults[k] = v.Load()
 	}
-	rep.Faults["takeovers (seen by the servers)"] = r.takeovers.Load()
-	rep.Faults["fencing rejections (seen by the servers)"] = r.fenced.Load()
+	rep.Timed = map[string]int64{}
+	for k, v := range r.timing {
+		rep.Timed[k] = v.Load()
+	}
 	for _, f := range cfg.Faults {
 		if rep.Faults[f] == 0 {
 			rep.Missing = append(rep.Missing, f)
@@ -318,8 +419,8 @@ dispatch:
 	// paused replica and the fencing token then refused its late work
 	// (fencedPause arranges both; this checks they happened).
 	if slices.Contains(cfg.Faults, "replica-pause") && cfg.Mistake == "" {
-		for _, f := range []string{"takeovers (seen by the servers)", "fencing rejections (seen by the servers)"} {
-			if rep.Faults[f] == 0 {
+		for _, f := range []string{takeoversTimed, fencedTimed} {
+			if rep.Timed[f] == 0 {
 				rep.Missing = append(rep.Missing, f)
 			}
 		}
@@ -327,6 +428,8 @@ dispatch:
 	switch {
 	case len(rep.Violations) > 0:
 		rep.Verdict = "invalid"
+		d := r.diagnose(rep)
+		rep.Diagnosis = &d
 	case len(rep.Missing) > 0:
 		rep.Verdict = "unknown"
 	default:
