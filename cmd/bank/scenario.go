@@ -280,6 +280,9 @@ func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Dat
 		}
 		fmt.Fprintf(a.io.Err, " with\n  %s\n", c.Line)
 	}
+	if note := db.server.NoPsqlNote(kept.Name); note != "" {
+		fmt.Fprintf(a.io.Err, "bank: %s\n", note)
+	}
 	fmt.Fprintln(a.io.Err, "bank: the private PostgreSQL stays up until you press Ctrl-C")
 	<-ctx.Done()
 }
