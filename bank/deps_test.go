@@ -92,8 +92,8 @@ func TestDependencyRules(t *testing.T) {
 		"grade": {[]string{"bank", "bank/audit", "bank/client", "bank/procs", "cmd/bank/internal/torture", "cmd/bank/internal/grade/record", "scenarios/render",
 			"bank/pgserver", "bank/pgserver/pgtest", "cmd/bank/internal/witness", "cmd/bank/internal/pace"},
 			"grade runs the learner's server, sends keys as the client does (bare or quoted), checks the books, reuses torture's run, has record keep what happened, each check's render.Recording, and reads what the server wrote from the witness (its tests grade bank serve on the tests' PostgreSQL)"},
-		"grade/card": {[]string{"cmd/bank/internal/grade", "bank", "scenarios/render", "scenarios/lab"},
-			"the card, the contract and the workflows are written from grade's Report and list of checks alone, the diagrams drawn by render, the contract's accounts the bank's seed (its tests make a recording of the lab's events)"},
+		"grade/card": {[]string{"cmd/bank/internal/grade", "bank", "scenarios/render", "scenarios/lab", "bank/pgserver/pgtest"},
+			"the card, the contract and the workflows are written from grade's Report and list of checks alone, the diagrams drawn by render, the contract's accounts the bank's seed (its tests make a recording of the lab's events, and say through pgtest.Skip when yamllint is missing)"},
 		"grade/record": {[]string{"bank", "scenarios/lab", "scenarios/render"},
 			"a check's recording is the lab's events in render's Recording, its sums written as the bank writes them; it knows nothing of the grader, which gives it what it must know of the lesson's API"},
 		"grade/starter": {[]string{"bank/pgserver/pgtest"},
@@ -103,8 +103,8 @@ func TestDependencyRules(t *testing.T) {
 		"httpserve": {nil, "a server's lifetime is net/http's business only"},
 		"labweb": {[]string{"scenarios/render", "bank/pgserver/pgtest", "bank/procs"},
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
-		"dist": {[]string{"bank/procs"},
-			"dist builds the release archives and npm packages, running go, git and npm through procs"},
+		"dist": {[]string{"bank/procs", "bank/pgserver/pgtest"},
+			"dist builds the release archives and npm packages, running go, git and npm through procs (its tests say through pgtest.Skip when npm is missing)"},
 		"names": {[]string{"cmd/bank/internal/exitcode"},
 			"names knows no lesson: the commands give it their names; a wrong one is a usage error"},
 		"outfile": {nil, "writing a file safely needs nothing of ours"},
@@ -150,11 +150,15 @@ func TestDependencyRules(t *testing.T) {
 		"github.com/jackc/", "github.com/fergusstrange/embedded-postgres", "github.com/lib/pq", "github.com/xi2/xz",
 		"github.com/fatih/color", "github.com/mattn/go-isatty", "github.com/mattn/go-colorable",
 		"golang.org/x/sys", "golang.org/x/text", "golang.org/x/sync",
+		// x/term reads a terminal's width in one call on Unix and Windows
+		// (the Go project's own; it needs nothing but x/sys).
+		"golang.org/x/term",
 		// chromedp drives headless Chromium in bank lab's browser tests
 		// (tests only); go-json-experiment is its JSON codec.
 		"github.com/chromedp/", "github.com/go-json-experiment/json",
-		// yaml.v3 parses the CI workflows bank grade --workflow writes, in
-		// their tests only (it was in the module graph through testify).
+		// yaml.v3 builds the CI workflows bank grade --workflow writes, and
+		// parses them in their tests (it was in the module graph through
+		// testify).
 		"gopkg.in/yaml.v3",
 	}
 	for pkg := range imports {

@@ -227,6 +227,13 @@ func KeyRequired() Response {
 		"send an Idempotency-Key header of 16 to 64 letters, digits, - or _")
 }
 
+// KeyTooLong answers a request whose key is longer than MaxKeyLength
+// (400): sent, but refused for its length alone, which a client can fix.
+func KeyTooLong(n int) Response {
+	return Problem(http.StatusBadRequest, "idempotency_key_too_long",
+		fmt.Sprintf("the Idempotency-Key is %d characters long: send one of at most %d (16 to %d letters, digits, - or _)", n, MaxKeyLength, MaxKeyLength))
+}
+
 // KeyInvalid answers a request whose Idempotency-Key field is not one
 // key: sent twice, or neither a bare key nor one quoted string (400).
 // KeyFromHeader tells.
@@ -251,6 +258,9 @@ func InProgress() Response {
 // documentation. It returns an error only when something unexpected
 // failed; then the key has been released and a retry may succeed.
 func (s *Store) Do(ctx context.Context, db DB, r Request, work Work) (Response, error) {
+	if len(r.Key) > MaxKeyLength {
+		return KeyTooLong(len(r.Key)), nil
+	}
 	if !ValidKey(r.Key) {
 		return KeyRequired(), nil
 	}
@@ -384,12 +394,20 @@ func (s *Store) release(ctx context.Context, db DB, r Request, lock string) {
 	}
 }
 
+// MinKeyLength and MaxKeyLength bound a key's length.
+const (
+	MinKeyLength = 16
+	MaxKeyLength = 64
+)
+
 // ValidKey reports whether key is 16 to 64 letters, digits, - or _.
 func ValidKey(key string) bool {
-	if len(key) < 16 || len(key) > 64 {
-		return false
-	}
-	for _, c := range []byte(key) {
+	return len(key) >= MinKeyLength && len(key) <= MaxKeyLength && keyChars(key)
+}
+
+// keyChars reports whether s is made of letters, digits, - and _ only.
+func keyChars(s string) bool {
+	for _, c := range []byte(s) {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
 		default:

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,10 +102,17 @@ func TestReplayMismatchScopeAndMissingKey(t *testing.T) {
 	if bola.Status != 201 || bola.Replayed {
 		t.Fatalf("keys are per user: %+v", bola)
 	}
-	for _, k := range []string{"", "short", "has space in it 0123", string(make([]byte, 65))} {
+	for _, k := range []string{"", "short", "has space in it 0123"} {
 		r := do(req(1, k, `{}`, t0))
 		if r.Status != 400 || code(t, r) != "idempotency_key_required" {
 			t.Fatalf("key %q: %d %s", k, r.Status, r.Body)
+		}
+	}
+	// A key sent but too long gets a 400 of its own, which says so.
+	for _, k := range []string{strings.Repeat("k", 65), string(make([]byte, 65)), strings.Repeat("8e03978e-", 20)} {
+		r := do(req(1, k, `{}`, t0))
+		if r.Status != 400 || code(t, r) != "idempotency_key_too_long" || !strings.Contains(string(r.Body), fmt.Sprintf("is %d characters long", len(k))) {
+			t.Fatalf("key of %d characters: %d %s", len(k), r.Status, r.Body)
 		}
 	}
 	if n := effects(t, pool); n != 2 {

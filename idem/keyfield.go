@@ -13,7 +13,9 @@ import "strings"
 //  2. No line, or an empty one: no key (KeyRequired, in Store.Do).
 //  3. A value that is itself a key of the lesson's shape (ValidKey) is
 //     that key: the lesson's bare form. (RFC 8941 would read some such
-//     keys, a UUID that starts with a digit, as no Item at all.)
+//     keys, a UUID that starts with a digit, as no Item at all.) So is a
+//     value of the key's characters longer than a key may be, so that
+//     Store.Do says it is too long (KeyTooLong), whatever it starts with.
 //  4. Anything else must parse as one RFC 8941 Item, strictly (§4.2),
 //     whose bare item is a String (the draft's form) or a Token; its
 //     text is the key. Its parameters, if any, are parsed and ignored:
@@ -21,8 +23,9 @@ import "strings"
 //     an unknown parameter as an error. An Integer, a Decimal, a Byte
 //     Sequence or a Boolean, or a value that does not parse: invalid.
 //  5. The key found must be of the lesson's shape, 16 to 64 letters,
-//     digits, - or _; Store.Do refuses it as KeyRequired otherwise, as it
-//     did before the quoted form was taken.
+//     digits, - or _; Store.Do refuses one longer than 64 as KeyTooLong,
+//     and any other as KeyRequired, as it did before the quoted form was
+//     taken.
 //
 // So "abc…" and abc… are one key: the quoted request stores it, and its
 // bare twin is replayed.
@@ -42,7 +45,7 @@ func KeyFromHeader(lines []string) (key string, ok bool) {
 	switch {
 	case v == "":
 		return "", true
-	case ValidKey(v):
+	case ValidKey(v), len(v) > MaxKeyLength && keyChars(v):
 		return v, true
 	}
 	return parseKeyItem(v)

@@ -27,7 +27,8 @@ type ProblemDoc struct {
 // lists them.
 var ProblemDocs = []ProblemDoc{
 	{"invalid_json", 400, "the body is not one JSON object, has data after it, or has a field other than from, to and amountKobo", "fix the request"},
-	{"idempotency_key_required", 400, "no Idempotency-Key, or a key that is not 16 to 64 letters, digits, - or _", "fix the request: make one key per intent and send it with every retry"},
+	{"idempotency_key_required", 400, "no Idempotency-Key, or a key shorter than 16 characters or with characters other than letters, digits, - or _", "fix the request: make one key per intent and send it with every retry"},
+	{"idempotency_key_too_long", 400, "an Idempotency-Key longer than 64 characters", "send a key of 16 to 64 letters, digits, - or _ (a UUID is 36)"},
 	{"idempotency_key_invalid", 400, "the Idempotency-Key field is not one key: sent on two lines, or neither a bare key nor one quoted string (RFC 8941)", "send the field once, bare (abc…) or quoted (\"abc…\")"},
 	{"invalid_account", 400, "from or to is not a whole number", "fix the request"},
 	{"invalid_amount", 400, "amountKobo is not a whole number of kobo above 0", "fix the request"},

@@ -165,8 +165,16 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 func methodNotAllowed(allowed string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allowed)
-		problem(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+strings.ReplaceAll(strings.ReplaceAll(allowed, ", HEAD", ""), ", ", " or "))
+		problem(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+orList(allowed))
 	}
+}
+
+// orList says a list such as "GET, HEAD, POST" as "GET, HEAD or POST".
+func orList(list string) string {
+	if i := strings.LastIndex(list, ", "); i >= 0 {
+		return list[:i] + " or " + list[i+2:]
+	}
+	return list
 }
 
 // noteLog adds a few words to the request's log line.

@@ -175,6 +175,9 @@ func TestEveryErrorIsProblemDetails(t *testing.T) {
 	check("malformed JSON", post("token-ada", `{"from":`, "problem-key-0000001"), 400, "invalid_json")
 	check("no key", post("token-ada", okBody), 400, "idempotency_key_required")
 	check("two keys", post("token-ada", okBody, "problem-key-0000001", "problem-key-0000002"), 400, "idempotency_key_invalid")
+	check("too long a key", post("token-ada", okBody, strings.Repeat("k", 65)), 400, "idempotency_key_too_long")
+	check("too long a key, a digit first", post("token-ada", okBody, strings.Repeat("8e03978e-", 8)), 400, "idempotency_key_too_long")
+	check("too long a key, quoted", post("token-ada", okBody, `"`+strings.Repeat("k", 65)+`"`), 400, "idempotency_key_too_long")
 	check("string amount", post("token-ada", `{"from":1,"to":2,"amountKobo":"5"}`, "problem-key-0000003"), 400, "invalid_amount")
 	check("string account", post("token-ada", `{"from":"1","to":2,"amountKobo":5}`, "problem-key-0000004"), 400, "invalid_account")
 	check("not the user's", post("token-bola", okBody, "problem-key-0000005"), 404, "account_not_found")
@@ -426,5 +429,12 @@ func TestLocationResolvesForItsOwner(t *testing.T) {
 	}
 	if w := call(srv, "DELETE", loc, "token-ada", ""); w.Code != 405 || w.Header().Get("Allow") != "GET, HEAD" {
 		t.Errorf("DELETE %s: %d, Allow %q", loc, w.Code, w.Header().Get("Allow"))
+	}
+	// The 405's detail names every method Allow lists, HEAD too.
+	for path, want := range map[string]string{loc: "use GET or HEAD", "/transfers": "use GET, HEAD or POST", "/healthz": "use GET or HEAD"} {
+		w := call(srv, "PUT", path, "token-ada", "")
+		if p := problemOf(t, w); w.Code != 405 || !strings.HasSuffix(p.Detail, want) {
+			t.Errorf("PUT %s: %d, detail %q, want it to end %q", path, w.Code, p.Detail, want)
+		}
 	}
 }

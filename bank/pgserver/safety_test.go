@@ -38,7 +38,8 @@ func otherUser(t *testing.T) (uid, gid int) {
 func TestOtherUsersCannotConnect(t *testing.T) {
 	t.Parallel()
 	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
-	host := strings.TrimPrefix(strings.Fields(strings.TrimPrefix(s.Psql("postgres")[0].Line, "psql '"))[0], "host=")
+	line := s.Psql("postgres")[0].Line // [path/]psql 'host=DIR port=…'
+	host, _, _ := strings.Cut(line[strings.Index(line, "'host=")+len("'host="):], " port=")
 	info, err := os.Lstat(host)
 	if err != nil {
 		t.Fatal(err)

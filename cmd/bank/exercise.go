@@ -60,7 +60,7 @@ or your program could not be started. More: bank help exercise.`,
 			}
 			if len(named) == 1 && named[0] == "list" && program == nil {
 				for _, e := range practice.Exercises {
-					row(a.io.Out, fmt.Sprintf("%-13s ", e.Name), e.Summary)
+					row(a.io.Out, a.listColumns(), fmt.Sprintf("%-13s ", e.Name), e.Summary)
 				}
 				return nil
 			}

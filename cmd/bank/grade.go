@@ -21,7 +21,6 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/outfile"
-	"github.com/zudojs/bank/cmd/bank/internal/term"
 )
 
 type gradeFlags struct {
@@ -180,10 +179,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if err != nil && !startFailed {
 		return err
 	}
-	width := 0 // the diagrams of -v: the terminal's width, else 80
-	if n := term.Width(a.io.Out); n >= 60 && term.IsTerminal(a.io.Out) {
-		width = n
-	}
+	width := a.terminalColumns(leastDiagram) // the diagrams of -v: the terminal's width, else 80
 	// A grade that stopped early (the server would not start) writes what
 	// it has, each output saying it stopped and counting the checks it
 	// never ran; then says why, and exits with its own code.

@@ -183,40 +183,88 @@ func TestKill9LeavesNothing(t *testing.T) {
 
 // TestInterruptStopsServer: Ctrl-C (SIGINT), the documented way to end
 // --keep, stops the server and exits 0: the scenario itself reproduced.
+// The command --keep prints works as printed: the installation's own psql,
+// by its path; with an installation that has none (as the npm registry's),
+// psql from PATH and a connection string that works too.
 func TestInterruptStopsServer(t *testing.T) {
 	t.Parallel()
-	cache := pgtest.CacheDir(t)
-	cmd := command(t, cache, "scenario", "naive", "--keep")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if pgtest.Server() == nil {
+		pgtest.Skip(t, "the tests use a PostgreSQL of their own, not an installation bank runs")
 	}
-	sc := bufio.NewScanner(stderr)
-	var psql string
-	for sc.Scan() && !strings.Contains(sc.Text(), "Ctrl-C") {
-		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "psql '") {
-			psql = line
-		}
-	}
-	if len(postmasters(family(cache))) != 1 {
-		t.Fatalf("no server while --keep holds it: %v", family(cache))
-	}
-	// The command --keep prints works, for the learner, as printed.
-	conninfo := strings.TrimSuffix(strings.TrimPrefix(psql, "psql '"), "'")
-	if out, err := exec.Command("psql", "-w", "-X", "-A", "-t", "-c", "SELECT sum(balance_kobo) FROM accounts", conninfo).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) == "" {
-		t.Errorf("the printed %q does not work: %v %s", psql, err, out)
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	err := cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != exitcode.OK {
-		t.Fatalf("exit %d (%v), want 0", code, err)
-	}
-	if left := family(cache); len(left) > 0 {
-		t.Fatalf("left running after Ctrl-C: %v", left)
+	installed := pgtest.Server().Binaries.Dir
+	for _, noPsql := range []bool{false, true} {
+		t.Run(map[bool]string{false: "its own psql", true: "no psql"}[noPsql], func(t *testing.T) {
+			t.Parallel()
+			cache := pgtest.CacheDir(t)
+			var env []string
+			if noPsql {
+				// The installation without its psql: links to the three
+				// programs the npm registry's PostgreSQL has.
+				cache = pgtest.FreshCacheDir(t)
+				dir := filepath.Join(cache, "pg")
+				os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+				for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
+					if err := os.Symlink(filepath.Join(installed, "bin", name), filepath.Join(dir, "bin", name)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				env = append(env, "BANK_PG_BINARIES="+dir)
+			}
+			cmd := command(t, cache, "scenario", "naive", "--keep")
+			cmd.Env = append(cmd.Env, env...)
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stderr)
+			var said []string
+			for sc.Scan() && !strings.Contains(sc.Text(), "Ctrl-C") {
+				said = append(said, sc.Text())
+			}
+			if len(postmasters(family(cache))) != 1 {
+				t.Fatalf("no server while --keep holds it: %v", family(cache))
+			}
+			var psql, url string
+			for i, l := range said {
+				switch {
+				case strings.HasSuffix(l, " with") && i+1 < len(said) && strings.Contains(said[i+1], "'host="):
+					psql = strings.TrimSpace(said[i+1])
+				case strings.HasSuffix(l, "any client connects with") && i+1 < len(said):
+					url = strings.TrimSpace(said[i+1])
+				}
+			}
+			query := " -w -X -A -t -c 'SELECT sum(balance_kobo) FROM accounts'"
+			works := func(line string) {
+				t.Helper()
+				if out, err := exec.Command("sh", "-c", line+query).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "6500000" { // ₦65,000: naive lost ₦10,000
+					t.Errorf("the printed %q does not work: %v %s", line, err, out)
+				}
+			}
+			switch {
+			case !noPsql && !strings.HasPrefix(psql, filepath.Join(installed, "bin", "psql")+" '"):
+				t.Errorf("not the installation's own psql (%s): %q\n%s", installed, psql, strings.Join(said, "\n"))
+			case noPsql && (!strings.HasPrefix(psql, "psql '") || !strings.HasPrefix(url, "postgres://")):
+				t.Errorf("no psql of its own, yet %q, and no connection string:\n%s", psql, strings.Join(said, "\n"))
+			}
+			if psql != "" {
+				works(psql) // (with no psql of its own, PATH's: the tests have one)
+			}
+			if noPsql && url != "" {
+				works(filepath.Join(installed, "bin", "psql") + " '" + url + "'")
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			err := cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != exitcode.OK {
+				t.Fatalf("exit %d (%v), want 0", code, err)
+			}
+			if left := family(cache); len(left) > 0 {
+				t.Fatalf("left running after Ctrl-C: %v", left)
+			}
+		})
 	}
 }
 

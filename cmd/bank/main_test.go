@@ -478,7 +478,7 @@ func TestNoCacheDirSaysWhatToSet(t *testing.T) {
 // (but the lesson's own wider lines); too narrow a width is refused.
 func TestWidth(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"scenario", "crash", "--width", "60"}, {"scenario", "crash", "--diagram", "--width", "60"}, {"mistake", "no-fencing", "--width", "64"}} {
+	for _, args := range [][]string{{"scenario", "crash", "--width", "50"}, {"scenario", "crash", "--diagram", "--width", "60"}, {"mistake", "no-fencing", "--width", "64"}} {
 		r := cli(t, nil, args...)
 		width, _ := strconv.Atoi(args[len(args)-1])
 		if r.code != 0 {
@@ -490,7 +490,10 @@ func TestWidth(t *testing.T) {
 			}
 		}
 	}
-	if r := cli(t, nil, "scenario", "crash", "--width", "20"); r.code != exitcode.Usage || !strings.Contains(r.stderr, "60 or more") {
+	if r := cli(t, nil, "scenario", "crash", "--width", "20"); r.code != exitcode.Usage || !strings.Contains(r.stderr, "50 or more") {
 		t.Errorf("--width 20: exit %d, %q", r.code, r.stderr)
+	}
+	if r := cli(t, nil, "scenario", "crash", "--diagram", "--width", "55"); r.code != exitcode.Usage || !strings.Contains(r.stderr, "diagram in: give 60 or more") {
+		t.Errorf("--diagram --width 55: exit %d, %q", r.code, r.stderr)
 	}
 }

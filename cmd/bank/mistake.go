@@ -40,7 +40,7 @@ The mistakes, in the order of the lesson's table:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "list" {
 				for _, m := range scenarios.Mistakes {
-					row(a.io.Out, fmt.Sprintf("%-20s ", m.Name), m.Summary+": "+m.Happens)
+					row(a.io.Out, a.listColumns(), fmt.Sprintf("%-20s ", m.Name), m.Summary+": "+m.Happens)
 				}
 				return nil
 			}
@@ -110,14 +110,14 @@ func (a *app) mistakeSummary(verdicts []lab.MistakeVerdict, asJSON bool) {
 		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"kind": "summary", "mistakes": rows})
 		return
 	}
-	row(a.io.Out, fmt.Sprintf("%-20s %-21s ", "mistake", "verdict"), "what happens")
+	row(a.io.Out, 0, fmt.Sprintf("%-20s %-21s ", "mistake", "verdict"), "what happens")
 	for _, v := range verdicts {
 		m, _ := scenarios.LookupMistake(v.Mistake)
 		verdict := "reproduced, fix held"
 		if !v.Reproduced() {
 			verdict = "NOT reproduced"
 		}
-		row(a.io.Out, fmt.Sprintf("%-20s %-21s ", m.Name, verdict), m.Summary)
+		row(a.io.Out, 0, fmt.Sprintf("%-20s %-21s ", m.Name, verdict), m.Summary)
 	}
 }
 

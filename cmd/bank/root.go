@@ -100,6 +100,9 @@ The manual is in bank help TOPIC; the topics are listed at the end.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	// --version prints what bank version prints (cobra's own is one line,
+	// "bank version 0.1.0"); a template, so its braces are escaped.
+	root.SetVersionTemplate(strings.NewReplacer("{{", "{{`{{`}}").Replace(versionText()))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return exitcode.Usagef("%v%s (see %s --help)", err, names.FlagSuggestion(cmd, err), cmd.CommandPath())
 	})
@@ -128,6 +131,7 @@ func commandNames(cmd *cobra.Command) []string {
 }
 
 // colorOn decides colour for stdout: flags first, then NO_COLOR, then
+// TERM=dumb (a terminal that shows escape codes as they are), then
 // whether stdout is a terminal.
 func (a *app) colorOn() (bool, error) {
 	switch {
@@ -141,8 +145,41 @@ func (a *app) colorOn() (bool, error) {
 		return false, exitcode.Usagef("--color must be auto, always or never, not %q", a.color)
 	case a.getenv("NO_COLOR") != "":
 		return false, nil
+	case a.getenv("TERM") == "dumb":
+		return false, nil
 	}
 	return term.IsTerminal(a.io.Out), nil
+}
+
+// The narrowest a transcript and a diagram are drawn: a diagram's lanes
+// and arrows need 60 columns; a transcript's lines fold down to 50 (a
+// mistake's side-by-side table of the checks is 47 wide).
+const (
+	leastText    = 50
+	leastDiagram = 60
+)
+
+// listColumns is the width of a list of names and summaries (bank
+// scenario list): a terminal's, when narrower than 80, down to 50.
+func (a *app) listColumns() int {
+	if n := a.terminalColumns(leastText); n > 0 {
+		return min(n, 80)
+	}
+	return 0
+}
+
+// terminalColumns is the width to draw in on stdout: the terminal's,
+// when stdout is a terminal that says, but never below least (a narrower
+// terminal wraps what is wider); 0, render's default of 80, otherwise.
+func (a *app) terminalColumns(least int) int {
+	if !term.IsTerminal(a.io.Out) {
+		return 0
+	}
+	n := term.Width(a.io.Out)
+	if n <= 0 {
+		return 0
+	}
+	return max(n, least)
 }
 
 func (a *app) verbosef(format string, args ...any) {

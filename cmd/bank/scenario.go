@@ -32,7 +32,7 @@ type scenarioFlags struct {
 // pictureFlags are the flags that draw a run, for scenario and mistake.
 func pictureFlags(cmd *cobra.Command, f *scenarioFlags) {
 	cmd.Flags().BoolVar(&f.diagram, "diagram", false, "draw the run as a sequence diagram (one lane per actor, time going down) instead of its transcript")
-	cmd.Flags().IntVar(&f.width, "width", 0, "fit the transcript or diagram in this many columns (default: the terminal's, else 80; the smallest is 60)")
+	cmd.Flags().IntVar(&f.width, "width", 0, fmt.Sprintf("fit the transcript or diagram in this many columns (default: the terminal's, else 80; the smallest is %d, %d for a diagram)", leastText, leastDiagram))
 	cmd.Flags().StringVar(&f.html, "html", "", "also write the run as one self-contained web page (diagram, step notes, balances and keys after each step) to this file")
 }
 
@@ -77,7 +77,7 @@ The scenarios, in the lesson's order:
 
 func (a *app) listScenarios() {
 	for _, s := range scenarios.All {
-		row(a.io.Out, fmt.Sprintf("%-*s ", nameWidth(), s.Name), s.Summary)
+		row(a.io.Out, a.listColumns(), fmt.Sprintf("%-*s ", nameWidth(), s.Name), s.Summary)
 	}
 }
 
@@ -92,8 +92,10 @@ func checkShowFlags(f scenarioFlags) error {
 		return exitcode.Usagef("--explain's notes go with the transcript, which --diagram replaces: use --html FILE or bank lab for the diagram with the notes")
 	case f.diagram && f.predict:
 		return exitcode.Usagef("--predict marks the transcript's lines, which --diagram replaces: choose one")
-	case f.width != 0 && f.width < 60:
-		return exitcode.Usagef("--width %d is too narrow to draw in: give 60 or more (80 is the default)", f.width)
+	case f.width != 0 && f.diagram && f.width < leastDiagram:
+		return exitcode.Usagef("--width %d is too narrow to draw a diagram in: give %d or more (80 is the default)", f.width, leastDiagram)
+	case f.width != 0 && f.width < leastText:
+		return exitcode.Usagef("--width %d is too narrow for a transcript: give %d or more (80 is the default)", f.width, leastText)
 	case f.width != 0 && f.json:
 		return exitcode.Usagef("--width shapes the transcript and the diagram; --json prints objects, not lines: choose one")
 	}
@@ -110,10 +112,12 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Option
 	}
 	o := lab.Options{Keep: f.keep}
 	ro.Explain, ro.Color, ro.Width = f.explain, color, f.width
-	if ro.Width == 0 && term.IsTerminal(a.io.Out) {
-		if n := term.Width(a.io.Out); n >= 60 {
-			ro.Width = n
+	if ro.Width == 0 {
+		least := leastText
+		if f.diagram {
+			least = leastDiagram
 		}
+		ro.Width = a.terminalColumns(least)
 	}
 	switch {
 	case f.step && !f.json && term.IsTerminal(a.io.In) && term.IsTerminal(a.io.Out):
@@ -243,10 +247,10 @@ func (a *app) summary(verdicts []lab.Verdict, asJSON bool) {
 		return
 	}
 	w := a.io.Out
-	row(w, fmt.Sprintf("%-*s %-18s ", nameWidth(), "scenario", "verdict"), "what it demonstrates")
+	row(w, 0, fmt.Sprintf("%-*s %-18s ", nameWidth(), "scenario", "verdict"), "what it demonstrates")
 	for _, v := range verdicts {
 		sc, _ := scenarios.Lookup(v.Scenario)
-		row(w, fmt.Sprintf("%-*s %-18s ", nameWidth(), v.Scenario, verdictWord(v)), sc.Summary)
+		row(w, 0, fmt.Sprintf("%-*s %-18s ", nameWidth(), v.Scenario, verdictWord(v)), sc.Summary)
 	}
 }
 
@@ -276,14 +280,18 @@ func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Dat
 		}
 		fmt.Fprintf(a.io.Err, " with\n  %s\n", c.Line)
 	}
+	if note := db.server.NoPsqlNote(kept.Name); note != "" {
+		fmt.Fprintf(a.io.Err, "bank: %s\n", note)
+	}
 	fmt.Fprintln(a.io.Err, "bank: the private PostgreSQL stays up until you press Ctrl-C")
 	<-ctx.Done()
 }
 
 // row prints one row of a table that lists stories: lead (the name, and
-// any short columns) then text, folded to 80 columns under itself.
-func row(w io.Writer, lead, text string) {
-	for _, l := range render.Fold(lead+text, 0, strings.Repeat(" ", utf8.RuneCountInString(lead))) {
+// any short columns) then text, folded to width columns (80 when 0) under
+// itself.
+func row(w io.Writer, width int, lead, text string) {
+	for _, l := range render.Fold(lead+text, width, strings.Repeat(" ", utf8.RuneCountInString(lead))) {
 		fmt.Fprintln(w, l)
 	}
 }

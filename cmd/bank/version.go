@@ -35,8 +35,15 @@ func (a *app) versionCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(a.io.Out, "bank %s\ncommit %s\nbuilt with %s for %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprint(a.io.Out, versionText())
 			return err
 		},
 	}
+}
+
+// versionText is what bank version and bank --version print, the same
+// three lines: the version, the commit, and the Go and platform it was
+// built with.
+func versionText() string {
+	return fmt.Sprintf("bank %s\ncommit %s\nbuilt with %s for %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

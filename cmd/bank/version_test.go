@@ -19,3 +19,15 @@ func TestVersionCommand(t *testing.T) {
 	}
 	oneLine(t, r)
 }
+
+// TestVersionFlagMatchesCommand: bank --version and bank -v --version
+// print what bank version prints, in the same form.
+func TestVersionFlagMatchesCommand(t *testing.T) {
+	t.Parallel()
+	want := cli(t, nil, "version")
+	for _, args := range [][]string{{"--version"}, {"-v", "--version"}} {
+		if r := cli(t, nil, args...); r.code != 0 || r.stdout != want.stdout || r.stderr != "" {
+			t.Errorf("%v: exit %d, %q; bank version prints %q", args, r.code, r.stdout, want.stdout)
+		}
+	}
+}

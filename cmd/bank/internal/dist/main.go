@@ -1,8 +1,11 @@
 // Command dist builds bank's release files (make dist, make npm): one
-// archive per platform with the bank binary and a short README, a
-// SHA256SUMS file, and with -npm the npm packages' tarballs in the shape
-// esbuild uses (a launcher, @zudojs/bank, and one package per platform
-// carrying the binary). Run it from the repository's top directory.
+// archive per platform with the bank binary, a short README, the lab's
+// licence (LICENSE, MIT) and the licences of the Go modules and the Go
+// runtime built into the binary (THIRD_PARTY_LICENSES), a SHA256SUMS
+// file, and with -npm the npm packages' tarballs in the shape esbuild
+// uses (a launcher, @zudojs/bank, and one package per platform carrying
+// the binary), each with the licence too. Run it from the repository's
+// top directory.
 //
 // The same commit gives the same bytes: binaries built with -trimpath,
 // an empty build id, no cgo and no VCS stamp (the version and commit go
@@ -25,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,8 +92,18 @@ type release struct {
 	out, version, commit string
 	epoch                time.Time // every file's time in the archives
 	platforms            []platform
-	build                string // the binaries, built once for both archives and packages
+	build                string              // the binaries, built once for both archives and packages
+	license              []byte              // the lab's licence, LICENSE at the top of the repository
+	notices              map[platform][]byte // the licences of what each binary is built from
 }
+
+// licenseFile is the lab's licence, and licenseID its SPDX name, which
+// every package.json gives as "license".
+const (
+	licenseFile = "LICENSE"
+	licenseID   = "MIT"
+	noticesFile = "THIRD_PARTY_LICENSES"
+)
 
 type platform struct{ goos, goarch string }
 
@@ -128,7 +142,11 @@ func newRelease(out, platforms, version, commit string) (*release, error) {
 	if _, err := os.Stat(filepath.Join(npmSources, "launcher", "package.json")); err != nil {
 		return nil, fmt.Errorf("run me from the repository's top directory (%v)", err)
 	}
-	r := &release{out: out, version: version, commit: commit}
+	r := &release{out: out, version: version, commit: commit, notices: map[platform][]byte{}}
+	var err error
+	if r.license, err = readLicense(licenseFile); err != nil {
+		return nil, err
+	}
 	known := map[string]bool{}
 	for _, p := range Platforms {
 		known[p] = true
@@ -208,8 +226,102 @@ func (r *release) buildAll() error {
 			"-o", filepath.Join(dir, p.goos+"-"+p.goarch, p.binary()), "./cmd/bank"); err != nil {
 			return fmt.Errorf("go build for %s: %w", p, err)
 		}
+		notices, err := thirdParty(p)
+		if err != nil {
+			return err
+		}
+		r.notices[p] = notices
 	}
 	return nil
+}
+
+// readLicense reads the lab's licence and checks that it is the one
+// every package.json names.
+func readLicense(path string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the licence: %w", err)
+	}
+	if first, _, _ := strings.Cut(string(raw), "\n"); first != licenseID+" License" {
+		return nil, fmt.Errorf("%s starts %q, not %q: the package.json files say %q", path, first, licenseID+" License", licenseID)
+	}
+	return raw, nil
+}
+
+// thirdParty is THIRD_PARTY_LICENSES for platform p: the licence and
+// notice files of Go (its runtime and standard library are in every
+// binary) and of every module go list says the binary is built from, in
+// the order go list gives (sorted by path). A module with no licence file
+// stops the release: its terms must be known before it is shipped.
+func thirdParty(p platform) ([]byte, error) {
+	env := []string{"CGO_ENABLED=0", "GOOS=" + p.goos, "GOARCH=" + p.goarch, "GOFLAGS="}
+	out, err := run(env, "go", "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}}\t{{.Version}}\t{{.Dir}}{{end}}{{end}}", "./cmd/bank")
+	if err != nil {
+		return nil, fmt.Errorf("go list for %s: %w", p, err)
+	}
+	root, err := run(nil, "go", "env", "GOROOT")
+	if err != nil {
+		return nil, fmt.Errorf("go env GOROOT: %w", err)
+	}
+	goVersion, err := run(nil, "go", "env", "GOVERSION")
+	if err != nil {
+		return nil, fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	type module struct{ path, version, dir string }
+	mods := []module{{"Go, its runtime and standard library", strings.TrimSpace(string(goVersion)), strings.TrimSpace(string(root))}}
+	seen := map[string]bool{}
+	var deps []module
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 || seen[f[0]] {
+			continue
+		}
+		seen[f[0]] = true
+		deps = append(deps, module{f[0], f[1], f[2]})
+	}
+	sort.Slice(deps, func(i, j int) bool { return deps[i].path < deps[j].path })
+	mods = append(mods, deps...)
+	var b strings.Builder
+	fmt.Fprintf(&b, "bank for %s is built with Go and with the Go modules below; each is in the\n", p)
+	fmt.Fprintf(&b, "binary under its own licence, reproduced here. bank itself: see LICENSE.\n")
+	rule := strings.Repeat("=", 72)
+	for _, m := range mods {
+		files, err := licenceFiles(m.dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%s %s has no licence file in %s: read its terms before bank ships it", m.path, m.version, m.dir)
+		}
+		fmt.Fprintf(&b, "\n%s\n%s %s\n", rule, m.path, m.version)
+		for _, name := range files {
+			raw, err := os.ReadFile(filepath.Join(m.dir, name))
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(&b, "%s\n-- %s --\n\n%s\n", rule[:24], name, strings.TrimRight(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n"))
+		}
+	}
+	return []byte(b.String()), nil
+}
+
+var licenceName = regexp.MustCompile(`(?i)^(licen[cs]e|copying|notice|unlicense)(-[a-z0-9]+)?(\.(md|txt|rst))?$`)
+
+// licenceFiles are the licence and notice files at the top of dir,
+// sorted.
+func licenceFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the licence of %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && licenceName.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 func (r *release) binaryOf(p platform) string {
@@ -234,7 +346,8 @@ func (r *release) archives() error {
 			return err
 		}
 		top := strings.TrimSuffix(strings.TrimSuffix(p.archive(r.version), ".zip"), ".tar.gz")
-		files := []file{{top + "/" + p.binary(), 0o755, bin}, {top + "/README.md", 0o644, readme}}
+		files := []file{{top + "/" + p.binary(), 0o755, bin}, {top + "/README.md", 0o644, readme},
+			{top + "/" + licenseFile, 0o644, r.license}, {top + "/" + noticesFile, 0o644, r.notices[p]}}
 		var raw []byte
 		if p.goos == "windows" {
 			raw, err = zipOf(files, r.epoch)
@@ -362,6 +475,12 @@ func (r *release) npmPackages() error {
 		if err := writeAt(filepath.Join(dir, "bin", p.binary()), bin, 0o755); err != nil {
 			return err
 		}
+		if err := writeAt(filepath.Join(dir, licenseFile), r.license, 0o644); err != nil {
+			return err
+		}
+		if err := writeAt(filepath.Join(dir, noticesFile), r.notices[p], 0o644); err != nil {
+			return err
+		}
 		dirs = append(dirs, dir)
 	}
 	launcher := filepath.Join(stage, "launcher")
@@ -373,6 +492,9 @@ func (r *release) npmPackages() error {
 		return err
 	}
 	if err := writeAt(filepath.Join(launcher, "bin", "bank"), script, 0o755); err != nil {
+		return err
+	}
+	if err := writeAt(filepath.Join(launcher, licenseFile), r.license, 0o644); err != nil {
 		return err
 	}
 	if err := checkLauncher(filepath.Join(launcher, "package.json"), r.version); err != nil {
@@ -415,8 +537,10 @@ func writeTemplates(dir string, files map[string]string, fill func(string) strin
 			return err
 		}
 		text := fill(string(raw))
-		if strings.HasSuffix(name, ".json") && !json.Valid([]byte(text)) {
-			return fmt.Errorf("%s/%s, filled in, is not valid JSON", npmSources, src)
+		if strings.HasSuffix(name, ".json") {
+			if err := checkPackageJSON([]byte(text)); err != nil {
+				return fmt.Errorf("%s/%s, filled in: %w", npmSources, src, err)
+			}
 		}
 		if err := writeAt(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			return err
@@ -433,6 +557,25 @@ func writeAt(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Chmod(path, mode) // whatever the umask
+}
+
+// checkPackageJSON makes sure a package.json is JSON, names the lab's
+// licence, and ships the licence file.
+func checkPackageJSON(raw []byte) error {
+	var pkg struct {
+		License string
+		Files   []string
+	}
+	if err := json.Unmarshal(raw, &pkg); err != nil {
+		return fmt.Errorf("not valid JSON: %w", err)
+	}
+	if pkg.License != licenseID {
+		return fmt.Errorf("its \"license\" is %q, not %q (the licence in %s)", pkg.License, licenseID, licenseFile)
+	}
+	if !slices.Contains(pkg.Files, licenseFile) {
+		return fmt.Errorf("its \"files\" do not name %s", licenseFile)
+	}
+	return nil
 }
 
 // checkLauncher makes sure the launcher depends on exactly one package

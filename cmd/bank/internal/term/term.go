@@ -11,12 +11,28 @@ import (
 	"os"
 
 	"github.com/mattn/go-isatty"
+	"golang.org/x/term"
 )
 
 // IsTerminal reports whether v is a terminal (a Cygwin one too).
 func IsTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// Width is the columns of the terminal v is, or 0 when it is not one (or
+// does not say): a console's window on Windows, the kernel's window size
+// on Unix.
+func Width(v any) int {
+	f, ok := v.(*os.File)
+	if !ok {
+		return 0
+	}
+	w, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || w < 0 {
+		return 0
+	}
+	return w
 }
 
 // EnterPrompt returns a pause that says prompt (with the next step's name

@@ -1,9 +1,13 @@
 package card
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 )
@@ -17,118 +21,276 @@ var Workflows = []string{"actions", "classroom"}
 // Workflow is the workflow of kind for grading command (a shell line is
 // made of it) in the repository's root, each check worth points[name]
 // (1 unless named).
+//
+// The file is built as data and written by yaml.v3, so that no name,
+// however awkward (spaces, a colon, a #, quotes, non-ASCII), can break
+// the YAML; the command inside it is quoted for a POSIX shell by
+// shellQuote. Every line fits 80 columns, as yamllint asks: a long
+// command is a literal block, folded between words with a backslash.
 func Workflow(kind string, command []string, points map[string]int) (string, error) {
-	line := shellLine(command)
-	var b strings.Builder
+	var head string
+	var doc *yaml.Node
 	switch kind {
 	case "actions":
-		fmt.Fprintf(&b, `# .github/workflows/grade.yml: bank grade on every push, the report card
-# in the job's log and each check as a test in the run's summary.
-name: grade
-on: [push, pull_request, workflow_dispatch]
-permissions:
-  contents: read
-  checks: write
-jobs:
-  grade:
-    runs-on: ubuntu-latest
-    timeout-minutes: 15
-    steps:
-%s      - name: bank grade
-        run: bank grade --junit grade.xml -- %s
-      - name: publish the checks
-        if: success() || failure()
-        uses: mikepenz/action-junit-report@v5
-        with:
-          report_paths: grade.xml
-          include_passed: true
-`, firstSteps(command), line)
+		head = ".github/workflows/grade.yml: bank grade on every push, the report card\nin the job's log and each check as a test in the run's summary."
+		steps := firstSteps(command)
+		steps = append(steps,
+			mapping("name", "bank grade", "run", commandBlock(append([]string{"bank", "grade", "--junit", "grade.xml", "--"}, command...), stepIndent)),
+			mapping("name", "publish the checks", "if", "success() || failure()", "uses", "mikepenz/action-junit-report@v5",
+				"with", mapping("report_paths", "grade.xml", "include_passed", true)))
+		doc = mapping(
+			"name", "grade",
+			"on", flow("push", "pull_request", "workflow_dispatch"),
+			"permissions", mapping("contents", "read", "checks", "write"),
+			"jobs", mapping("grade", mapping(
+				"runs-on", "ubuntu-latest",
+				"timeout-minutes", 15,
+				"steps", sequence(steps...))))
 	case "classroom":
-		fmt.Fprintf(&b, `# .github/workflows/classroom.yml: GitHub Classroom's autograding, one test
-# per check of bank grade, each worth its points when it passes.
-name: Autograding Tests
-on: [push, repository_dispatch]
-permissions:
-  checks: write
-  actions: read
-  contents: read
-jobs:
-  run-autograding-tests:
-    runs-on: ubuntu-latest
-    if: github.actor != 'github-classroom[bot]'
-    steps:
-%s`, firstSteps(command))
+		head = ".github/workflows/classroom.yml: GitHub Classroom's autograding, one test\nper check of bank grade, each worth its points when it passes."
+		steps := firstSteps(command)
 		var ids []string
+		env := mapping()
 		for _, c := range grade.Checks {
 			worth, ok := points[c.Name]
 			if !ok {
 				worth = 1
 			}
-			id := c.Name
-			ids = append(ids, id)
-			fmt.Fprintf(&b, `      - name: %s
-        id: %s
-        uses: classroom-resources/autograding-command-grader@v1
-        with:
-          test-name: '%s: %s'
-          command: bank grade --strict --only %s -- %s
-          timeout: 5
-          max-score: %d
-`, c.Name, id, c.Name, strings.ReplaceAll(c.Title, "'", "''"), c.Name, line, worth)
+			ids = append(ids, c.Name)
+			args := append([]string{"bank", "grade", "--strict", "--only", c.Name, "--"}, command...)
+			step := mapping("name", c.Name, "id", c.Name, "uses", "classroom-resources/autograding-command-grader@v1",
+				"with", mapping("test-name", c.Name, "command", commandBlock(args, withIndent), "timeout", 5, "max-score", worth))
+			step.HeadComment = fold(c.Name+": "+c.Title, 80-stepIndent-len("# "))
+			steps = append(steps, step)
+			env.Content = append(env.Content, scalar(strings.ToUpper(c.Name)+"_RESULTS"), scalar("${{steps."+c.Name+".outputs.result}}"))
 		}
-		b.WriteString(`      - name: Autograding Reporter
-        uses: classroom-resources/autograding-grading-reporter@v1
-        env:
-`)
-		for _, id := range ids {
-			fmt.Fprintf(&b, "          %s_RESULTS: \"${{steps.%s.outputs.result}}\"\n", strings.ToUpper(id), id)
-		}
-		fmt.Fprintf(&b, "        with:\n          runners: %s\n", strings.Join(ids, ","))
+		// The reporter splits its runners at commas and trims each, so
+		// that one a line keeps every line short.
+		runners := scalar(strings.Join(ids, ",\n"))
+		runners.Style = yaml.LiteralStyle
+		steps = append(steps, mapping("name", "Autograding Reporter", "uses", "classroom-resources/autograding-grading-reporter@v1",
+			"env", env, "with", mapping("runners", runners)))
+		doc = mapping(
+			"name", "Autograding Tests",
+			"on", flow("push", "repository_dispatch"),
+			"permissions", mapping("checks", "write", "actions", "read", "contents", "read"),
+			"jobs", mapping("run-autograding-tests", mapping(
+				"runs-on", "ubuntu-latest",
+				"if", "github.actor != 'github-classroom[bot]'",
+				"steps", sequence(steps...))))
 	default:
 		return "", fmt.Errorf("no workflow %q: choose %s", kind, strings.Join(Workflows, " or "))
+	}
+	var b bytes.Buffer
+	for _, l := range strings.Split(head, "\n") {
+		b.WriteString("# " + l + "\n")
+	}
+	b.WriteString("---\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return "", fmt.Errorf("writing the %s workflow: %w", kind, err)
+	}
+	if err := enc.Close(); err != nil {
+		return "", fmt.Errorf("writing the %s workflow: %w", kind, err)
 	}
 	return b.String(), nil
 }
 
+// The columns a command's block starts at: a step's keys (under jobs,
+// the job, steps and the dash) and the keys of a step's with.
+const (
+	stepIndent = 8
+	withIndent = 10
+)
+
 // firstSteps check the repository out and install Node.js, the server's
 // dependencies and bank.
-func firstSteps(command []string) string {
-	return `      - uses: actions/checkout@v4
-      - uses: actions/setup-node@v4
-        with:
-          node-version: 22
-` + setupSteps(command, "      ") + `      - name: install bank (brings its own PostgreSQL)
-        run: npm install -g @zudojs/bank
-`
+func firstSteps(command []string) []*yaml.Node {
+	steps := []*yaml.Node{
+		mapping("uses", "actions/checkout@v4"),
+		mapping("uses", "actions/setup-node@v4", "with", mapping("node-version", 22)),
+	}
+	steps = append(steps, setupSteps(command)...)
+	return append(steps, mapping("name", "install bank (brings its own PostgreSQL)", "run", "npm install -g @zudojs/bank"))
 }
 
 // setupSteps are the steps that install the server's own dependencies, as
 // far as its command tells: npm's for Node.js, psycopg for Python, a
 // build for a program in the repository (the Go starter's ./server).
-func setupSteps(command []string, indent string) string {
+func setupSteps(command []string) []*yaml.Node {
 	prog := filepath.Base(command[0])
 	switch {
 	case prog == "node" || prog == "npm" || prog == "npx":
-		return indent + "- name: the server's dependencies\n" + indent + "  run: npm install\n"
+		return []*yaml.Node{mapping("name", "the server's dependencies", "run", "npm install")}
 	case strings.HasPrefix(prog, "python"):
-		return indent + "- uses: actions/setup-python@v5\n" + indent + "  with:\n" + indent + "    python-version: '3.12'\n" +
-			indent + "- name: the server's dependencies\n" + indent + "  run: pip install \"psycopg[binary]\"\n"
+		return []*yaml.Node{
+			mapping("uses", "actions/setup-python@v5", "with", mapping("python-version", "3.12")),
+			mapping("name", "the server's dependencies", "run", `pip install "psycopg[binary]"`),
+		}
 	case strings.HasPrefix(command[0], "./"):
-		return indent + "- uses: actions/setup-go@v5\n" + indent + "  with:\n" + indent + "    go-version: stable\n" +
-			indent + "- name: build the server (for a Go server; change it for another language)\n" + indent + "  run: go build -o " + command[0][2:] + " .\n"
+		return []*yaml.Node{
+			mapping("uses", "actions/setup-go@v5", "with", mapping("go-version", "stable")),
+			mapping("name", "build the server (for a Go server; change it for another language)",
+				"run", commandBlock([]string{"go", "build", "-o", command[0][2:], "."}, stepIndent)),
+		}
 	}
-	return ""
+	return nil
 }
 
-// shellLine quotes args for a POSIX shell, only where they need it.
-func shellLine(args []string) string {
-	out := make([]string, len(args))
+// commandBlock is args as one shell command, the value of a run or a
+// command key at column indent: on one line where it fits, else a literal
+// block folded between words with a backslash and a newline, which the
+// shell joins again (a word too long for a line is cut into quoted pieces,
+// each line ending with a backslash and the next starting at once, so
+// that the shell joins them into the one word).
+func commandBlock(args []string, indent int) *yaml.Node {
+	words := make([]string, len(args))
 	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-			out[i] = a
+		words[i] = shellQuote(a)
+	}
+	line := strings.Join(words, " ")
+	// key: value on one line, as yaml.v3 writes it when it needs no quotes.
+	if indent+len("command: ")+columns(line) <= 80 && plainSafe(line) {
+		return scalar(line)
+	}
+	width := 80 - indent - 2 // a block's lines start two columns in
+	var lines []string
+	cur := words[0]
+	for i, w := range words[1:] {
+		if columns(cur)+1+columns(w)+len(" \\") <= width {
+			cur += " " + w
 			continue
 		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		lines = append(lines, cur+" \\")
+		if len("  ")+columns(w)+len(" \\") <= width {
+			cur = "  " + w
+			continue
+		}
+		pieces := quotedPieces(args[i+1], width-len("  ")-len("\\"))
+		cur = "  " + pieces[0]
+		for _, p := range pieces[1:] {
+			lines = append(lines, cur+"\\")
+			cur = p
+		}
 	}
-	return strings.Join(out, " ")
+	n := scalar(strings.Join(append(lines, cur), "\n"))
+	n.Style = yaml.LiteralStyle
+	return n
+}
+
+// quotedPieces cuts a into pieces, each quoted for the shell and at most
+// width columns once quoted (where a single character allows it).
+func quotedPieces(a string, width int) []string {
+	var pieces []string
+	cur := ""
+	for _, r := range a {
+		if cur != "" && columns(quote(cur+string(r))) > width {
+			pieces = append(pieces, quote(cur))
+			cur = ""
+		}
+		cur += string(r)
+	}
+	return append(pieces, quote(cur))
+}
+
+func columns(s string) int { return utf8.RuneCountInString(s) }
+
+// plainSafe reports whether s can stand as a plain YAML scalar, so that
+// it reads as the same string without quotes: in doubt, false.
+func plainSafe(s string) bool {
+	var v any
+	if strings.ContainsAny(s, "#:'\"{}[],&*!|>%@`\\") || s != strings.TrimSpace(s) || strings.HasPrefix(s, "-") || strings.HasPrefix(s, "?") {
+		return false
+	}
+	return yaml.Unmarshal([]byte("v: "+s), &struct{ V *any }{&v}) == nil && v == s
+}
+
+// shellQuote quotes a word for a POSIX shell (sh, bash, dash), only where
+// it needs it: a word of the characters below stays bare, anything else
+// goes in single quotes, where the shell reads every character as itself
+// but the single quote, which is closed, escaped and opened again.
+func shellQuote(a string) string {
+	const bare = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./,+@%"
+	if a != "" && strings.Trim(a, bare) == "" {
+		return a
+	}
+	return quote(a)
+}
+
+// quote puts a in single quotes for a POSIX shell.
+func quote(a string) string { return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'" }
+
+// shellLine quotes args for a POSIX shell and joins them.
+func shellLine(args []string) string {
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = shellQuote(a)
+	}
+	return strings.Join(words, " ")
+}
+
+// fold breaks text into lines of at most width columns, between words.
+func fold(text string, width int) string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(text) {
+		if cur != "" && columns(cur)+1+columns(w) > width {
+			lines = append(lines, cur)
+			cur = w
+			continue
+		}
+		cur = strings.TrimPrefix(cur+" "+w, " ")
+	}
+	return strings.Join(append(lines, cur), "\n")
+}
+
+// mapping is a YAML mapping of the keys and values given in turn; a value
+// is a *yaml.Node, a string, an int or a bool.
+func mapping(kv ...any) *yaml.Node {
+	m := &yaml.Node{Kind: yaml.MappingNode}
+	for i := 0; i < len(kv); i += 2 {
+		m.Content = append(m.Content, scalar(kv[i].(string)), value(kv[i+1]))
+	}
+	return m
+}
+
+func value(v any) *yaml.Node {
+	switch v := v.(type) {
+	case *yaml.Node:
+		return v
+	case string:
+		return scalar(v)
+	case int:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(v)}
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(v)}
+	}
+	panic(fmt.Sprintf("a workflow's value of type %T", v))
+}
+
+// scalar is a string, which yaml.v3 quotes where YAML would read it as
+// something else (a number, a boolean); quoted here too are the words
+// YAML 1.1 reads as booleans, such as the key "on", which GitHub reads as
+// a string but yamllint, and older readers, as true.
+func scalar(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	switch strings.ToLower(s) {
+	case "y", "yes", "n", "no", "on", "off", "true", "false":
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+func sequence(items ...*yaml.Node) *yaml.Node {
+	return &yaml.Node{Kind: yaml.SequenceNode, Content: items}
+}
+
+// flow is a short list of strings on one line: [push, pull_request].
+func flow(items ...string) *yaml.Node {
+	s := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+	for _, i := range items {
+		s.Content = append(s.Content, scalar(i))
+	}
+	return s
 }
