@@ -69,6 +69,8 @@ func TestExitCodesThroughTheFrontDoor(t *testing.T) {
 		{"keys gc, PostgreSQL out of reach", []string{"keys", "gc", "--database-url", unreachable}, nil, exitcode.Env, "127.0.0.1:1"},
 		{"bench, bad rounds", []string{"bench", "--rounds", "0"}, nil, exitcode.Usage, "--rounds must be at least 1"},
 		{"torture, bad intents", []string{"torture", "--intents", "0"}, nil, exitcode.Usage, "--intents"},
+		{"torture, too many intents", []string{"torture", "--intents", "100000000"}, nil, exitcode.Usage, "--intents may be at most 100000"},
+		{"torture, too many replicas", []string{"torture", "--replicas", "500"}, nil, exitcode.Usage, "--replicas 8"},
 	}
 	// Every command refuses an unknown flag with exit 2.
 	for _, name := range commandNames((&app{}).rootCommand()) {

@@ -74,6 +74,8 @@ How to read the report, and a measured run: bank help torture.`,
 			switch {
 			case f.intents < 1 || f.clients < 1 || f.replicas < 1 || f.accounts < 2:
 				return exitcode.Usagef("--intents, --clients and --replicas must be at least 1, --accounts at least 2")
+			case f.intents > maxIntents || f.clients > maxClients || f.replicas > maxReplicas || f.accounts > maxAccounts:
+				return exitcode.Usagef("--intents may be at most %d, --clients %d, --replicas %d, --accounts %d (the history of every intent is kept to judge the run; a longer test is several seeds)", maxIntents, maxClients, maxReplicas, maxAccounts)
 			case f.lockTTL <= 0:
 				return exitcode.Usagef("--lock-ttl must be positive, such as 2s")
 			case f.duration < 0:
@@ -230,3 +232,12 @@ func historyError(path string, err error) error {
 	}
 	return exitcode.Envf("--history %s: %v; the run stopped, and no history file was left", path, err)
 }
+
+// The bounds of a torture run: its whole history is kept in memory to be
+// judged, and each replica is a bank serve process and its pool.
+const (
+	maxIntents  = 100_000
+	maxClients  = 256
+	maxReplicas = 8
+	maxAccounts = 100_000
+)
