@@ -31,7 +31,7 @@ test: node-server
 	$(MAKE) --no-print-directory vet cross >"$$checks" 2>&1 & vc=$$!; \
 	GO=$(GO) bash .ci/as-learner >"$$learn" 2>&1 & learner=$$!; \
 	npmt=$$(mktemp); GO=$(GO) bash .ci/npm-package >"$$npmt" 2>&1 & npmp=$$!; \
-	$(GO) test -race -count=1 -parallel 16 ./...; rc=$$?; \
+	$(GO) test -race -count=1 -parallel 16 -timeout 30m ./...; rc=$$?; \
 	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; wait $$npmp; nrc=$$?; \
 	cat "$$checks" "$$learn" "$$npmt"; rm -f "$$checks" "$$learn" "$$npmt"; \
 	GO=$(GO) bash .ci/pg-newest; prc=$$?; \

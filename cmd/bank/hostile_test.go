@@ -81,7 +81,14 @@ func TestGradeHostileServersStayBounded(t *testing.T) {
 			t.Parallel()
 			graders <- struct{}{}
 			defer func() { <-graders }()
-			args := append([]string{"grade", "--json", "--jobs", "6", "--repeat", "2", "--only", "plain,lost-response,replayed,storm,lookup,torture", "--"}, hostileServer(t)...)
+			only := "plain,lost-response,replayed,storm,lookup,torture"
+			if mode == "drip" {
+				// A byte a second sends nothing to hold, and each of its
+				// requests takes the client's whole 30 s: the checks that
+				// resend and settle for a minute took a busy CI past 10.
+				only = "plain,replayed,storm,lookup"
+			}
+			args := append([]string{"grade", "--json", "--jobs", "6", "--repeat", "2", "--only", only, "--"}, hostileServer(t)...)
 			code, out, mib := peakRSS(t, args, "HOSTILE="+mode)
 			if code != exitcode.No || !strings.Contains(out, `"verdict": "fail"`) {
 				t.Errorf("exit %d, want 1 and a failed card:\n%s", code, out)
