@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -268,15 +269,23 @@ func graded(t *testing.T, want mistaken, server ...string) {
 	t.Helper()
 	runs, _ := strconv.Atoi(os.Getenv("BANK_CORPUS_RUNS"))
 	runs = max(1, runs)
-	bad := 0
+	bad, unknown := 0, 0
+	var took []time.Duration
 	for i := range runs {
+		start := time.Now()
 		rep, _, out := gradeAll(t, want.maybe, server...)
+		took = append(took, time.Since(start))
 		if d := deviations(rep, want); len(d) > 0 {
 			bad++
 			t.Errorf("run %d of %d: %s\n%s", i+1, runs, strings.Join(d, "; "), out)
 		}
+		if slices.Contains(slices.Collect(maps.Values(verdicts(rep))), grade.Unknown) {
+			unknown++
+		}
 	}
-	t.Logf("CORPUS %s: %d of %d runs as expected (load per core at the end %.1f)", t.Name(), runs-bad, runs, pace.Load())
+	slices.Sort(took)
+	t.Logf("CORPUS %s: %d of %d runs as expected, %d with a check that could not tell; median grade %.1fs (load per core at the end %.1f)",
+		t.Name(), runs-bad, runs, unknown, took[len(took)/2].Seconds(), pace.Load())
 }
 
 // deviations lists how a card differs from what want says: a check's

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,37 +108,58 @@ func TestTortureHistoryWritten(t *testing.T) {
 // removed: nothing half-written is left.
 func TestTortureInterruptedLeavesNoHistory(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "history.jsonl")
-	cmd := exec.Command(bankBinary(t), "torture", "--seed", "1", "--intents", "100000", "--history", path)
-	cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+pgtest.CacheDir(t), "DATABASE_URL="+pgtest.AdminURL())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	// Ctrl-C, and SIGKILL, which no clean-up can follow: neither leaves a
+	// history, whole or in part, or a temporary file beside its place.
+	for _, sig := range []os.Signal{os.Interrupt, os.Kill} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "history.jsonl")
+			cmd := exec.Command(bankBinary(t), "torture", "--seed", "1", "--intents", "100000", "--history", path)
+			cmd.Env = append(os.Environ(), "BANK_CACHE_DIR="+pgtest.CacheDir(t), "DATABASE_URL="+pgtest.AdminURL())
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ended := make(chan error, 1)
+			go func() { ended <- cmd.Wait() }()
+			// Interrupted once the run has begun and its history has lines
+			// (the first 64 KiB of them, which the buffer writes at once).
+			for !historyBegun(cmd.Process.Pid, dir) {
+				select {
+				case err := <-ended:
+					t.Fatalf("the run ended before it was interrupted: %v", err)
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			cmd.Process.Signal(sig)
+			code := exitOf(<-ended)
+			if sig == os.Interrupt && code != exitcode.Interrupted {
+				t.Errorf("exit %d after Ctrl-C, want %d", code, exitcode.Interrupted)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("left behind: %v", entries)
+			}
+		})
 	}
-	ended := make(chan error, 1)
-	go func() { ended <- cmd.Wait() }()
-	// Interrupted once the run has begun and its history has lines
-	// (the first 64 KiB of them, which the buffer writes at once).
-	var err error
-wait:
-	for {
-		select {
-		case err = <-ended:
-			t.Fatalf("the run ended before it was interrupted: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		tmp, _ := filepath.Glob(filepath.Join(dir, ".bank-history-*"))
-		for _, f := range tmp {
-			if st, err := os.Stat(f); err == nil && st.Size() > 0 {
-				break wait
+}
+
+// historyBegun reports whether process pid has written lines of a
+// history into dir: into a hidden temporary file there, or (on Linux)
+// into a file with no name yet, seen among its open files.
+func historyBegun(pid int, dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, ".bank-history-*"))
+	if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+		for _, fd := range fds {
+			fdPath := fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())
+			if target, err := os.Readlink(fdPath); err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+				files = append(files, fdPath)
 			}
 		}
 	}
-	cmd.Process.Signal(os.Interrupt)
-	if code := exitOf(<-ended); code != exitcode.Interrupted {
-		t.Errorf("exit %d after Ctrl-C, want %d", code, exitcode.Interrupted)
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.Size() > 0 {
+			return true
+		}
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("left behind: %v", entries)
-	}
+	return false
 }

@@ -3,6 +3,10 @@
 // written, never through a link, never over a device, a FIFO or a
 // directory; it is made whole beside its place and renamed over it, so
 // an interrupted run leaves the old file, never half of a new one.
+//
+// Where the system can (Linux), the file being made has no name until
+// Commit, so a run killed with SIGKILL leaves nothing beside the place;
+// elsewhere it has a hidden name, removed on every error and interrupt.
 package outfile
 
 import (
@@ -13,8 +17,10 @@ import (
 
 // File is a file being made; nothing is in place until Commit.
 type File struct {
-	path string
-	tmp  *os.File
+	path    string
+	pattern string
+	tmp     *os.File
+	unnamed bool // made without a name (O_TMPFILE); named at Commit
 }
 
 // NotAFile is a path that is there and is not a regular file.
@@ -36,6 +42,9 @@ func Create(path, pattern string) (*File, error) {
 	if err := regularOrNew(path); err != nil {
 		return nil, err
 	}
+	if tmp := createUnnamed(filepath.Dir(path)); tmp != nil {
+		return &File{path: path, pattern: pattern, tmp: tmp, unnamed: true}, nil
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
 	if err != nil {
 		if pe, ok := err.(*os.PathError); ok {
@@ -43,7 +52,7 @@ func Create(path, pattern string) (*File, error) {
 		}
 		return nil, &NoRoom{filepath.Dir(path), err}
 	}
-	return &File{path: path, tmp: tmp}, nil
+	return &File{path: path, pattern: pattern, tmp: tmp}, nil
 }
 
 // Write writes to the file being made.
@@ -58,13 +67,21 @@ func (f *File) Commit() error {
 	if err := f.tmp.Sync(); err != nil {
 		return err
 	}
+	name := f.tmp.Name()
+	if f.unnamed {
+		var err error
+		if name, err = nameUnnamed(f.tmp, filepath.Dir(f.path), f.pattern); err != nil {
+			return err
+		}
+		f.unnamed = false // it has a name now: Discard removes it
+	}
 	if err := f.tmp.Close(); err != nil {
 		return err
 	}
 	if err := regularOrNew(f.path); err != nil {
 		return err
 	}
-	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
+	if err := os.Rename(name, f.path); err != nil {
 		return err
 	}
 	f.tmp = nil
@@ -75,7 +92,9 @@ func (f *File) Commit() error {
 func (f *File) Discard() {
 	if f != nil && f.tmp != nil {
 		f.tmp.Close()
-		os.Remove(f.tmp.Name())
+		if !f.unnamed {
+			os.Remove(f.tmp.Name())
+		}
 		f.tmp = nil
 	}
 }
