@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/bench"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 )
 
 // minRound is the shortest round bench accepts. A round shorter than a
@@ -93,9 +93,8 @@ func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(a.io.Out)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		rep.Schema = "bank.bench/v1"
+		jsonshape.Encode(a.io.Out, &rep, true)
 	} else {
 		rep.Print(a.io.Out)
 	}

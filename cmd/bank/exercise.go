@@ -14,14 +14,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/program"
 	"github.com/zudojs/bank/scenarios/practice"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 type exerciseFlags struct {
-	sql            string
-	hint, solution bool
+	sql                  string
+	hint, solution, json bool
 }
 
 func (a *app) exerciseCommand() *cobra.Command {
@@ -72,6 +74,8 @@ or your program could not be started. More: bank help exercise.`,
 				return exitcode.Usagef("unknown exercise %q%s; choose one of %s", named[0], names.DidYouMean(named[0], practice.ExerciseNames()), strings.Join(practice.ExerciseNames(), ", "))
 			}
 			switch {
+			case f.json && (f.hint || f.solution || (f.sql == "" && len(program) == 0)):
+				return exitcode.Usagef("--json reports a check of yours: bank exercise %s --json -- CMD [ARGS…]%s", ex.Name, map[bool]string{true: " (or --sql FILE)"}[ex.IsSQL()])
 			case f.hint:
 				return a.nextHint(ex)
 			case f.solution:
@@ -84,12 +88,13 @@ or your program could not be started. More: bank help exercise.`,
 				a.showTask(ex)
 				return nil
 			}
-			return a.checkExercise(cmd.Context(), ex, f.sql, program)
+			return a.checkExercise(cmd.Context(), ex, f.sql, program, f.json)
 		},
 	}
 	cmd.Flags().StringVar(&f.sql, "sql", "", "check this SQL statement instead of a program (the clean-up exercise)")
 	cmd.Flags().BoolVar(&f.hint, "hint", false, "show the next hint")
 	cmd.Flags().BoolVar(&f.solution, "solution", false, "show the lab's own solution, run it and check it")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the checks as one JSON object (bank help json: bank.exercise/v1)")
 	return cmd
 }
 
@@ -100,7 +105,7 @@ func exerciseEntries() []names.Entry {
 // sqlTimeout bounds a learner's statement (a variable for the tests).
 var sqlTimeout = practice.SQLTimeout
 
-func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile string, argv []string) error {
+func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile string, argv []string, asJSON bool) error {
 	var stmt []byte
 	mode, who := practice.ProgramMode, "your program: "+strings.Join(argv, " ")
 	if sqlFile != "" {
@@ -120,7 +125,9 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 		return err
 	}
 	defer db.close()
-	fmt.Fprintln(a.io.Out, ex.Prompt(mode))
+	if !asJSON {
+		fmt.Fprintln(a.io.Out, ex.Prompt(mode))
+	}
 	var run *program.Result
 	attempt, err := practice.CheckExercise(ctx, db.clones, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		if stmt != nil {
@@ -143,6 +150,9 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 	})
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return exerciseJSON(a.io.Out, ex, mode, attempt, run)
 	}
 	w := a.io.Out
 	fmt.Fprintf(w, "== checking %s\n\n", who)
@@ -279,4 +289,38 @@ func failedFinding(r *program.Result) *practice.Finding {
 		return nil
 	}
 	return &practice.Finding{What: "your program runs to the end", Detail: why}
+}
+
+// exerciseJSON prints a checked attempt as bank.exercise/v1, and exits
+// as the text does: 0 passed, 1 not yet.
+func exerciseJSON(w io.Writer, ex *practice.Exercise, mode practice.Mode, attempt practice.Attempt, run *program.Result) error {
+	type check struct {
+		Check   string `json:"check"`
+		Verdict string `json:"verdict"`
+		Detail  string `json:"detail,omitempty"`
+	}
+	out := struct {
+		Schema   string  `json:"schema"`
+		Exercise string  `json:"exercise"`
+		Mode     string  `json:"mode"`
+		Checks   []check `json:"checks"`
+		Stderr   string  `json:"stderr,omitempty"`
+		Verdict  string  `json:"verdict"`
+	}{Schema: "bank.exercise/v1", Exercise: ex.Name, Mode: "program", Verdict: render.PassOrFail(attempt.Passed())}
+	if mode == practice.SQLMode {
+		out.Mode = "sql"
+	}
+	for _, f := range attempt.Findings {
+		out.Checks = append(out.Checks, check{f.What, render.PassOrFail(f.Passed), f.Detail})
+	}
+	if run != nil && run.Stderr != "" && (!attempt.Passed() || failedFinding(run) != nil) {
+		out.Stderr = run.StderrShown()
+	}
+	if err := jsonshape.Encode(w, &out, false); err != nil {
+		return err
+	}
+	if !attempt.Passed() {
+		return exitcode.Silent{Code: exitcode.No}
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/grade/card"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/starter"
 	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
+	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/outfile"
 )
@@ -224,9 +224,8 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 }
 
 func writeJSON(w io.Writer, rep grade.Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	rep.Schema = "bank.grade/v1"
+	return jsonshape.Encode(w, &rep, true)
 }
 
 // gradeVerdict is the grade's exit: no (1) when a required check failed,

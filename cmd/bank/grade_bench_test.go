@@ -39,7 +39,7 @@ func BenchmarkGrade(b *testing.B) {
 			for b.Loop() {
 				out, err := command(b, cache, append([]string{"grade", "--json", "--lock-ttl", ttl.String(), "--"}, server...)...).Output()
 				var rep grade.Report
-				if jerr := json.Unmarshal(out, &rep); err != nil || jerr != nil || !rep.Passed {
+				if jerr := json.Unmarshal(out, &rep); err != nil || jerr != nil || !rep.Passed() {
 					b.Fatalf("the grade did not pass (%v, %v):\n%s", err, jerr, out)
 				}
 			}

@@ -129,6 +129,7 @@ func gradeWith(t *testing.T, flags []string, checks string, server ...string) (g
 	if jerr := json.Unmarshal(out, &rep); jerr != nil {
 		t.Fatalf("grade %v printed no report (%v, exit %d): %s\n%s", server, jerr, exitOf(err), out, stderr.String())
 	}
+	matchesShape(t, "bank.grade/v1", out)
 	return rep, exitOf(err), string(out)
 }
 
@@ -148,7 +149,7 @@ func gradeAll(t *testing.T, skip []string, server ...string) (grade.Report, bool
 	rep, code, out := gradeTTL(t, "2s", strings.Join(checks, ","), server...)
 	failed := code == exitcode.No && rep.Verdict == grade.Fail
 	unknown := code == exitcode.Unknown && rep.Verdict == grade.Unknown && couldNotTell(grade.Unknown)
-	if !failed && !unknown && (code != exitcode.OK || !rep.Passed) {
+	if !failed && !unknown && (code != exitcode.OK || !rep.Passed()) {
 		t.Errorf("exit %d, verdict %s:\n%s", code, rep.Verdict, out)
 	}
 	if len(rep.Results) != len(checks) {
@@ -186,8 +187,8 @@ func TestGradeLabServerPasses(t *testing.T) {
 	// As a learner runs it: every check, as many side by side as bank
 	// grade chooses, the default lock.
 	rep, code, out := gradeWith(t, nil, "", bankBinary(t), "serve")
-	if code != exitcode.OK || !rep.Passed || len(rep.Results) != len(grade.Checks) || rep.Points != len(grade.Checks) || rep.MaxPoints != len(grade.Checks) {
-		t.Fatalf("exit %d, passed %v, %d results, points %d of %d:\n%s", code, rep.Passed, len(rep.Results), rep.Points, rep.MaxPoints, out)
+	if code != exitcode.OK || !rep.Passed() || len(rep.Results) != len(grade.Checks) || rep.Points != len(grade.Checks) || rep.MaxPoints != len(grade.Checks) {
+		t.Fatalf("exit %d, passed %v, %d results, points %d of %d:\n%s", code, rep.Passed(), len(rep.Results), rep.Points, rep.MaxPoints, out)
 	}
 	for _, r := range rep.Results {
 		if r.Verdict != grade.Pass || r.Runs != 1 || r.FailedRuns != 0 {
@@ -205,8 +206,8 @@ func TestGradeRepeatJUnitAndPoints(t *testing.T) {
 	junit := filepath.Join(t.TempDir(), "grade.xml")
 	rep, code, out := gradeWith(t, []string{"--lock-ttl", "2s", "--jobs", testJobs, "--repeat", "2", "--junit", junit, "--points", "crash=5,plain=2"},
 		"plain,crash,pause", bankBinary(t), "serve", "--break", "no-lock-expiry")
-	if code != exitcode.No || rep.Passed {
-		t.Fatalf("exit %d, passed %v, want a failed grade:\n%s", code, rep.Passed, out)
+	if code != exitcode.No || rep.Passed() {
+		t.Fatalf("exit %d, passed %v, want a failed grade:\n%s", code, rep.Passed(), out)
 	}
 	want := map[string][3]int{"plain": {2, 0, 2}, "crash": {2, 2, 0}, "pause": {2, 0, 0}} // runs, failed, points
 	for _, r := range rep.Results {

@@ -45,7 +45,7 @@ fresh bank is started and cleaned: it has no keys yet.`,
 		},
 	}
 	gc.Flags().DurationVar(&olderThan, "older-than", 24*time.Hour, "keep keys younger than this")
-	gc.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"olderThan", "deleted": [the keys deleted]}`)
+	gc.Flags().BoolVar(&asJSON, "json", false, `print one JSON object (bank help json: bank.keys-gc/v1)`)
 	keys.AddCommand(gc)
 	return keys
 }
@@ -81,7 +81,11 @@ func (a *app) keysGC(ctx context.Context, window time.Duration, asJSON bool) err
 		return exitcode.Envf("%v", err)
 	}
 	if asJSON {
-		return json.NewEncoder(a.io.Out).Encode(map[string]any{"olderThan": window.String(), "deleted": append([]string{}, deleted...)})
+		return json.NewEncoder(a.io.Out).Encode(struct {
+			Schema      string   `json:"schema"`
+			OlderThanMs int64    `json:"olderThanMs"`
+			Deleted     []string `json:"deleted"`
+		}{"bank.keys-gc/v1", window.Milliseconds(), append([]string{}, deleted...)})
 	}
 	fmt.Fprintf(a.io.Out, "deleted %d keys older than %s%s\n", len(deleted), window, note)
 	if len(deleted) > 0 {

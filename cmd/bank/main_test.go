@@ -221,6 +221,7 @@ func TestJSON(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
+	matchesShape(t, "bank.events/v1", []byte(r.stdout))
 	var types, arrows []string
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	var last map[string]any
@@ -248,7 +249,7 @@ func TestJSON(t *testing.T) {
 	if got := strings.Join(arrows, ", "); got != "app>server <nil>, server>PostgreSQL <nil>, server>PostgreSQL <nil>, server>app lost, app>server <nil>, server>PostgreSQL replayed, server>app replayed" {
 		t.Fatalf("messages %q", got)
 	}
-	if last["reproduced"] != true {
+	if last["verdict"] != "pass" {
 		t.Fatalf("verdict %v", last)
 	}
 }
@@ -289,6 +290,7 @@ func TestJSONRunsEndWithOneSummary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v: %s", c.args, err, stderr.String())
 		}
+		matchesShape(t, "bank.events/v1", out)
 		objs := jsonLines(t, string(out))
 		last := objs[len(objs)-1]
 		rows, _ := last[c.field].([]any)
@@ -297,8 +299,8 @@ func TestJSONRunsEndWithOneSummary(t *testing.T) {
 		}
 		for i, row := range rows {
 			row := row.(map[string]any)
-			if row[strings.TrimSuffix(c.field, "s")] != c.names[i] || row["reproduced"] != true {
-				t.Errorf("%v: summary row %d is %v, want %s reproduced", c.args, i, row, c.names[i])
+			if row[strings.TrimSuffix(c.field, "s")] != c.names[i] || row["verdict"] != "pass" {
+				t.Errorf("%v: summary row %d is %v, want %s, pass", c.args, i, row, c.names[i])
 			}
 		}
 		for _, o := range objs[:len(objs)-1] {

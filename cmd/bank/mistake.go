@@ -100,14 +100,14 @@ func (a *app) runMistakes(ctx context.Context, name string, f scenarioFlags) err
 func (a *app) mistakeSummary(verdicts []lab.MistakeVerdict, asJSON bool) {
 	if asJSON {
 		type line struct {
-			Mistake    string `json:"mistake"`
-			Reproduced bool   `json:"reproduced"`
+			Mistake string `json:"mistake"`
+			Verdict string `json:"verdict"`
 		}
 		rows := make([]line, len(verdicts))
 		for i, v := range verdicts {
-			rows[i] = line{v.Mistake, v.Reproduced()}
+			rows[i] = line{v.Mistake, render.PassOrFail(v.Reproduced())}
 		}
-		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"kind": "summary", "mistakes": rows})
+		_ = json.NewEncoder(a.io.Out).Encode(summaryLine{render.EventsSchema, "summary", nil, rows})
 		return
 	}
 	row(a.io.Out, 0, fmt.Sprintf("%-20s %-21s ", "mistake", "verdict"), "what happens")
@@ -123,4 +123,12 @@ func (a *app) mistakeSummary(verdicts []lab.MistakeVerdict, asJSON bool) {
 
 func mistakeEntries() []names.Entry {
 	return names.EntriesOf(scenarios.Mistakes, func(m *lab.Mistake) names.Entry { return names.Entry{Name: m.Name, Summary: m.Summary} })
+}
+
+// summaryLine is the last JSON line of scenario all and mistake all.
+type summaryLine struct {
+	Schema    string `json:"schema"`
+	Kind      string `json:"kind"`
+	Scenarios any    `json:"scenarios,omitempty"`
+	Mistakes  any    `json:"mistakes,omitempty"`
 }

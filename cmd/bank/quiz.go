@@ -64,7 +64,7 @@ PostgreSQL could not be started or reached. More: bank help quiz.`,
 			}
 			defer db.close()
 			res, err := quiz.Sit(cmd.Context(), db.clones, a.io.Out, bufio.NewReader(a.io.In), f.seed, draw, given, f.json)
-			if err == nil && !res.Passed {
+			if err == nil && res.Verdict != "pass" {
 				err = exitcode.Silent{Code: exitcode.No}
 			}
 			return err

@@ -35,6 +35,7 @@ func TestQuiz(t *testing.T) {
 	if err := json.Unmarshal([]byte(first.stdout), &res); err != nil || len(res.Questions) != quiz.Length {
 		t.Fatalf("exit %d, %v: %s %s", first.code, err, first.stdout, first.stderr)
 	}
+	matchesShape(t, "bank.quiz/v1", []byte(first.stdout))
 	var rights, wrongs []string
 	for i, q := range res.Questions {
 		if q.Right < 1 || q.Why == "" || q.Scenario == "" {

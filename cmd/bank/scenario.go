@@ -236,14 +236,14 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 func (a *app) summary(verdicts []lab.Verdict, asJSON bool) {
 	if asJSON {
 		type line struct {
-			Scenario   string `json:"scenario"`
-			Reproduced bool   `json:"reproduced"`
+			Scenario string `json:"scenario"`
+			Verdict  string `json:"verdict"`
 		}
 		rows := make([]line, len(verdicts))
 		for i, v := range verdicts {
-			rows[i] = line{v.Scenario, v.Reproduced}
+			rows[i] = line{v.Scenario, render.PassOrFail(v.Reproduced)}
 		}
-		_ = json.NewEncoder(a.io.Out).Encode(map[string]any{"kind": "summary", "scenarios": rows})
+		_ = json.NewEncoder(a.io.Out).Encode(summaryLine{render.EventsSchema, "summary", rows, nil})
 		return
 	}
 	w := a.io.Out

@@ -76,7 +76,7 @@ unknown. The client and the draft: bank help send.`,
 	fl.DurationVar(&f.deadline, "deadline", 30*time.Second, "give up after this long")
 	fl.DurationVar(&f.backoff, "backoff", 50*time.Millisecond, "ceiling of the first backoff; it doubles each attempt, up to 5s")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for the backoff jitter (default: random)")
-	fl.BoolVar(&f.json, "json", false, `print one JSON object when it is over: {"key", "outcome": made, refused, not_sent or unknown, "attempts", "status", "body", "draft"}`)
+	fl.BoolVar(&f.json, "json", false, `print one JSON object when it is over, with the outcome: made, refused, not_sent or unknown (bank help json: bank.send/v1)`)
 	fl.BoolVar(&f.quotedKey, "quoted-key", false, `send the key as the IETF draft writes it, quoted: Idempotency-Key: "…" (default: bare, as the lesson writes it)`)
 	return cmd
 }
@@ -150,7 +150,7 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	if f.json {
 		out = io.Discard // the attempts go into the object instead
 	}
-	var attempts []map[string]any
+	attempts := []sentAttempt{}
 	c := &client.Client{
 		BaseURL:     d.Server,
 		Token:       d.Token,
@@ -172,19 +172,19 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 				next = fmt.Sprintf(", will retry in %s", at.Wait.Round(time.Millisecond))
 			}
 			fmt.Fprintf(out, "attempt %d: %s%s\n", at.N, what, next)
-			attempts = append(attempts, map[string]any{"attempt": at.N, "status": at.Status, "network": at.Network, "replayed": at.Replayed, "retry": at.Retry})
+			attempts = append(attempts, sentAttempt{at.N, at.Status, at.Network, at.Replayed, at.Retry})
 		},
 	}
 	report := func(outcome string, res client.Result) {
 		if !f.json {
 			return
 		}
-		obj := map[string]any{"key": d.Key, "outcome": outcome, "attempts": attempts, "status": res.Status}
+		obj := sent{Schema: "bank.send/v1", Key: d.Key, Outcome: outcome, Attempts: attempts, Status: res.Status}
 		if body := client.SafeJSON(res.Body); body != nil {
-			obj["body"] = body
+			obj.Body = body
 		}
 		if outcome == "not_sent" || outcome == "unknown" {
-			obj["draft"] = path
+			obj.Draft = path
 		}
 		_ = json.NewEncoder(a.io.Out).Encode(obj)
 	}
@@ -229,4 +229,23 @@ func errorCode(body []byte) string {
 		return client.Printable([]byte(p.Error + " (" + p.Message + ")"))
 	}
 	return client.Printable(body)
+}
+
+// sent is what bank send --json prints (bank.send/v1).
+type sent struct {
+	Schema   string        `json:"schema"`
+	Key      string        `json:"key"`
+	Outcome  string        `json:"outcome"`
+	Attempts []sentAttempt `json:"attempts"`
+	Status   int           `json:"status"`
+	Body     any           `json:"body,omitempty"`
+	Draft    string        `json:"draft,omitempty"`
+}
+
+type sentAttempt struct {
+	N        int    `json:"attempt"`
+	Status   int    `json:"status"`
+	Network  string `json:"network,omitempty"`
+	Replayed bool   `json:"replayed"`
+	Retry    bool   `json:"retry"`
 }

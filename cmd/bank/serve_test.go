@@ -274,6 +274,7 @@ func TestStatusAndKeysJSON(t *testing.T) {
 		if err != nil || json.Unmarshal(out, &got) != nil {
 			t.Fatalf("bank status --json %s: %v: %q", key, err, out)
 		}
+		matchesShape(t, "bank.status/v1", out)
 		return got
 	}
 	if got := status("status-json-key-01"); got["key"] != "status-json-key-01" || got["status"] != "unknown" {
@@ -289,12 +290,13 @@ func TestStatusAndKeysJSON(t *testing.T) {
 	}
 	out, err := command(t, cache, "keys", "gc", "--json", "--older-than", "1h").Output()
 	var gc struct {
-		OlderThan string   `json:"olderThan"`
-		Deleted   []string `json:"deleted"`
+		OlderThanMs int64    `json:"olderThanMs"`
+		Deleted     []string `json:"deleted"`
 	}
-	if err != nil || json.Unmarshal(out, &gc) != nil || gc.OlderThan != "1h0m0s" || gc.Deleted == nil {
+	if err != nil || json.Unmarshal(out, &gc) != nil || gc.OlderThanMs != 3_600_000 || gc.Deleted == nil {
 		t.Errorf("bank keys gc --json: %v: %q", err, out)
 	}
+	matchesShape(t, "bank.keys-gc/v1", out)
 }
 
 // TestSendJSON: bank send --json prints one object when it is over: the
@@ -317,10 +319,12 @@ func TestSendJSON(t *testing.T) {
 	if got.Outcome != "made" || got.Status != 201 || len(got.Attempts) != 2 || got.Attempts[1]["replayed"] != true || got.Body["transferId"] == nil || got.Key == "" {
 		t.Errorf("bank send --json: %+v", got)
 	}
+	matchesShape(t, "bank.send/v1", out)
 	out, err = command(t, cache, "send", "--json", "--server", "http://127.0.0.1:1", "--state", filepath.Join(t.TempDir(), "d.json"), "--from", "1", "--to", "2", "--amount-kobo", "100", "--attempts", "1").Output()
 	if exitOf(err) != exitcode.Env || !strings.Contains(string(out), `"outcome":"not_sent"`) {
 		t.Errorf("bank send --json to no server: exit %d, %q", exitOf(err), out)
 	}
+	matchesShape(t, "bank.send/v1", out) // no answer: attempts with a network error, no body
 }
 
 // TestSendToNoServerIsNotSent: where no server listens, every attempt is
@@ -389,6 +393,7 @@ func TestBenchRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	matchesShape(t, "bank.bench/v1", out)
 	var rep struct {
 		Results []struct {
 			Mode       string
@@ -403,12 +408,12 @@ func TestBenchRuns(t *testing.T) {
 			Value     float64
 			Met       bool
 		}
-		Holds bool `json:"invariantsHold"`
+		Verdict string `json:"verdict"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !rep.Holds || len(rep.Results) != 6 {
+	if rep.Verdict != "pass" || len(rep.Results) != 6 {
 		t.Fatalf("%s", out)
 	}
 	for _, r := range rep.Ratios {

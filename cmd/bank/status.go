@@ -72,9 +72,14 @@ keeps the draft: bank help send.`,
 			if asJSON {
 				// One object: the key, what the server knows of it, and
 				// its own answer (the stored response, for a completed key).
-				out := map[string]any{"key": key, "status": st}
+				out := struct {
+					Schema string `json:"schema"`
+					Key    string `json:"key"`
+					Status string `json:"status"`
+					Server any    `json:"server,omitempty"`
+				}{Schema: "bank.status/v1", Key: key, Status: st}
 				if b := client.SafeJSON(body); b != nil {
-					out["server"] = b
+					out.Server = b
 				}
 				return json.NewEncoder(a.io.Out).Encode(out)
 			}
@@ -92,6 +97,6 @@ keeps the draft: bank help send.`,
 	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8080", "the bank serve to ask")
 	cmd.Flags().StringVar(&token, "token", "token-ada", "bearer token of the key's owner")
 	cmd.Flags().StringVar(&state, "state", "", "draft file (as for bank send)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"key", "status": completed|in_progress|unknown, "server": the server's answer}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: the key, its status (completed, in_progress or unknown) and the server's answer (bank help json: bank.status/v1)`)
 	return cmd
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/cmd/bank/internal/outfile"
 	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
@@ -192,19 +192,20 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 		}
 	}
 	if f.json {
-		json.NewEncoder(a.io.Out).Encode(rep)
+		rep.Schema = "bank.torture/v1"
+		jsonshape.Encode(a.io.Out, &rep, false)
 	} else {
 		rep.Print(a.io.Out)
 	}
 	switch rep.Verdict {
-	case "valid":
+	case "pass":
 		return nil
-	case "invalid":
+	case "fail":
 		return exitcode.Silent{Code: exitcode.No}
 	case "unknown":
 		return exitcode.Silent{Code: exitcode.Unknown}
 	}
-	return fmt.Errorf("torture gave the verdict %q, which is none of valid, invalid and unknown", rep.Verdict)
+	return fmt.Errorf("torture gave the verdict %q, which is none of pass, fail and unknown", rep.Verdict)
 }
 
 // historyPathError says what is wrong with the path --history names

@@ -20,6 +20,7 @@ func tortureJSON(t *testing.T, args ...string) (torture.Report, int, string) {
 	if jerr := json.Unmarshal(out, &rep); jerr != nil {
 		t.Fatalf("torture %v printed no report (%v, exit %d): %s", args, jerr, exitOf(err), out)
 	}
+	matchesShape(t, "bank.torture/v1", out)
 	return rep, exitOf(err), string(out)
 }
 
@@ -30,7 +31,7 @@ func tortureJSON(t *testing.T, args ...string) (torture.Report, int, string) {
 func TestTortureValid(t *testing.T) {
 	t.Parallel()
 	rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "2000", "--lock-ttl", "1s")
-	if code != exitcode.OK || rep.Verdict != "valid" || rep.Diagnosis != nil {
+	if code != exitcode.OK || rep.Verdict != "pass" || rep.Diagnosis != nil {
 		t.Fatalf("exit %d, verdict %q, diagnosis %+v: %s", code, rep.Verdict, rep.Diagnosis, out)
 	}
 	for _, fault := range torture.AllFaults {
@@ -105,7 +106,7 @@ func TestTortureCatchesEachMistake(t *testing.T) {
 func TestTortureReportSaysWhatWasLeftOut(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	rep := torture.Report{Seed: 1, Intents: 10, Faults: map[string]int64{"duplicate": 3}, Checks: map[string]int{"every intent resolved": 10}, Verdict: "valid"}
+	rep := torture.Report{Seed: 1, Intents: 10, Faults: map[string]int64{"duplicate": 3}, Checks: map[string]int{"every intent resolved": 10}, Verdict: "pass"}
 	rep.Print(&out)
 	if strings.Contains(out.String(), "left out") {
 		t.Errorf("nothing was left out, yet:\n%s", out.String())

@@ -421,6 +421,17 @@ func broken(v lab.Verdict) int {
 // side by side (the states, drawn only in pictures, are left out).
 func JSON(w io.Writer) lab.Sink { return &jsonPrinter{enc: json.NewEncoder(w)} }
 
+// EventsSchema names the shape of the JSON lines (bank help json).
+const EventsSchema = "bank.events/v1"
+
+// PassOrFail is a verdict in the words every --json of the lab uses.
+func PassOrFail(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "fail"
+}
+
 type jsonPrinter struct {
 	enc      *json.Encoder
 	scenario string
@@ -428,20 +439,21 @@ type jsonPrinter struct {
 
 // jsonEvent is an event as --json prints it: Kind as lab.Event has it.
 type jsonEvent struct {
-	Scenario   string           `json:"scenario"`
-	Kind       string           `json:"kind"`
-	Step       string           `json:"step,omitempty"`
-	Text       string           `json:"text,omitempty"`
-	Response   *jsonResponse    `json:"response,omitempty"`
-	Balances   map[string]int64 `json:"balancesKobo,omitempty"`
-	TotalKobo  *int64           `json:"totalKobo,omitempty"`
-	Transfers  *int             `json:"transfers,omitempty"`
-	Reproduced *bool            `json:"reproduced,omitempty"`
-	Checks     []jsonCheck      `json:"checks,omitempty"`
-	From       string           `json:"from,omitempty"`
-	To         string           `json:"to,omitempty"`
-	Mark       string           `json:"mark,omitempty"`
-	Clock      string           `json:"clock,omitempty"`
+	Schema    string           `json:"schema"`
+	Scenario  string           `json:"scenario"`
+	Kind      string           `json:"kind"`
+	Step      string           `json:"step,omitempty"`
+	Text      string           `json:"text,omitempty"`
+	Response  *jsonResponse    `json:"response,omitempty"`
+	Balances  map[string]int64 `json:"balancesKobo,omitempty"`
+	TotalKobo *int64           `json:"totalKobo,omitempty"`
+	Transfers *int             `json:"transfers,omitempty"`
+	Verdict   string           `json:"verdict,omitempty"` // pass: it came out as the lesson teaches; fail
+	Checks    []jsonCheck      `json:"checks,omitempty"`
+	From      string           `json:"from,omitempty"`
+	To        string           `json:"to,omitempty"`
+	Mark      string           `json:"mark,omitempty"`
+	Clock     string           `json:"clock,omitempty"`
 }
 
 type jsonResponse struct {
@@ -461,7 +473,7 @@ func (p *jsonPrinter) Event(e lab.Event) {
 	if e.Scenario != nil {
 		p.scenario = e.Scenario.Name
 	}
-	out := jsonEvent{Scenario: p.scenario, Kind: e.Kind, Step: e.Step, Text: e.Text}
+	out := jsonEvent{Schema: EventsSchema, Scenario: p.scenario, Kind: e.Kind, Step: e.Step, Text: e.Text}
 	switch e.Kind {
 	case "state":
 		return
@@ -481,15 +493,13 @@ func (p *jsonPrinter) Event(e lab.Event) {
 		out.From, out.To, out.Mark, out.Clock = e.From, e.To, e.Mark, e.Clock
 	case "verdict":
 		out.Step = ""
-		reproduced := e.Verdict.Reproduced
-		out.Reproduced = &reproduced
+		out.Verdict = PassOrFail(e.Verdict.Reproduced)
 		for _, r := range e.Verdict.Results {
 			out.Checks = append(out.Checks, jsonCheck{r.Name, r.Holds, r.Expected, r.Detail})
 		}
 	case "mistake":
 		out.Step, out.Text = "", e.Mistake.Mistake
-		r := e.Mistake.Reproduced()
-		out.Reproduced = &r
+		out.Verdict = PassOrFail(e.Mistake.Reproduced())
 	}
 	_ = p.enc.Encode(out)
 }

@@ -20,7 +20,7 @@ var topicOrder = []string{
 	"scenarios", "mistakes", "pictures", "exercise", "quiz", "grade",
 	"serve", "send", "standards",
 	"torture", "bench", "speed",
-	"postgres", "environment", "exit-codes", "testing",
+	"postgres", "environment", "exit-codes", "json", "testing",
 }
 
 // Topic is one topic of the manual.

@@ -61,6 +61,7 @@ type Ratio struct {
 
 // Report is the whole run.
 type Report struct {
+	Schema   string   `json:"schema"` // bank.bench/v1 (bank help json)
 	Clients  int      `json:"clients"`
 	Seconds  float64  `json:"seconds"` // per mode, over all rounds
 	Rounds   int      `json:"rounds"`
@@ -68,7 +69,8 @@ type Report struct {
 	Results  []Result `json:"results"`
 	Ratios   []Ratio  `json:"ratios"`
 	Checks   []string `json:"checks"`
-	Holds    bool     `json:"invariantsHold"`
+	Holds    bool     `json:"-"`
+	Verdict  string   `json:"verdict"` // pass: the invariants held under load (Holds); else fail
 }
 
 // sample is what one mode measured in one round.
@@ -254,6 +256,7 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	}
 	conserved, oneEach := r.before == after, r.keyed == keyed
 	rep.Holds = conserved && oneEach
+	rep.Verdict = map[bool]string{true: "pass", false: "fail"}[rep.Holds]
 	rep.Checks = append(rep.Checks,
 		fmt.Sprintf("money conserved: %t (%d kobo before and %d after)", conserved, r.before, after),
 		fmt.Sprintf("one transfer per key: %t (%d transfers over HTTP with keys, %d keys completed with 201)", oneEach, r.keyed, keyed))

@@ -108,18 +108,21 @@ type Result struct {
 
 // Report is the whole card.
 type Report struct {
+	Schema  string   `json:"schema"` // bank.grade/v1 (bank help json)
 	Results []Result `json:"checks"`
 	// Verdict is the grade's: Pass (every required check passed), Fail
 	// (one failed), Unknown (none failed, but one could not tell, or the
 	// grade stopped as the machine was too slow to start the server), or
 	// Stopped (the server could not be run: the checks after it were not).
 	Verdict   string   `json:"verdict"`
-	Passed    bool     `json:"passed"`            // Verdict is Pass
 	Points    int      `json:"points"`            // the checks' points, added up
 	MaxPoints int      `json:"maxPoints"`         // out of
 	NotRun    []string `json:"notRun"`            // the checks the grade never ran, as it stopped
 	Stopped   string   `json:"stopped,omitempty"` // why the grade stopped before its end
 }
+
+// Passed reports whether the grade's verdict is Pass.
+func (r Report) Passed() bool { return r.Verdict == Pass }
 
 // Stopped is a grade's verdict when it ended before its checks did: the
 // server could not be started.
@@ -257,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if se, ok := IsStartError(firstErr); ok {
 		rep.Stopped = se.Why
 		if rep.Verdict != Fail {
-			rep.Verdict, rep.Passed = Stopped, false
+			rep.Verdict = Stopped
 			if se.Busy {
 				rep.Verdict = Unknown
 			}
@@ -391,7 +394,6 @@ func score(rep *Report, points map[string]int) {
 			rep.Verdict = Unknown
 		}
 	}
-	rep.Passed = rep.Verdict == Pass
 }
 
 // runCheck runs check c once: its run n of the grade (0 for the first).

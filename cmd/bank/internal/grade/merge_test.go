@@ -55,12 +55,12 @@ func TestScorePoints(t *testing.T) {
 		{Name: "replayed", Verdict: Fail},
 	}}
 	score(&rep, map[string]int{"crash": 5, "pause": 5})
-	if rep.Points != 6 || rep.MaxPoints != 7 || !rep.Passed {
-		t.Fatalf("points %d of %d, passed %v; want 6 of 7, passed (only a recommended check failed)", rep.Points, rep.MaxPoints, rep.Passed)
+	if rep.Points != 6 || rep.MaxPoints != 7 || !rep.Passed() {
+		t.Fatalf("points %d of %d, passed %v; want 6 of 7, passed (only a recommended check failed)", rep.Points, rep.MaxPoints, rep.Passed())
 	}
 	rep.Results[0].Verdict = Fail
 	score(&rep, nil)
-	if rep.Points != 1 || rep.MaxPoints != 3 || rep.Passed {
-		t.Fatalf("points %d of %d, passed %v; want 1 of 3, failed", rep.Points, rep.MaxPoints, rep.Passed)
+	if rep.Points != 1 || rep.MaxPoints != 3 || rep.Passed() {
+		t.Fatalf("points %d of %d, passed %v; want 1 of 3, failed", rep.Points, rep.MaxPoints, rep.Passed())
 	}
 }

@@ -75,13 +75,13 @@ func tortureRun(t *trial) {
 		}
 	}
 	switch {
-	case rep.Verdict == "valid":
+	case rep.Verdict == "pass":
 		t.passed("valid: %d intents through lost replies, duplicates and a killed server; each moved money once", rep.Intents)
-	case rep.Verdict == "invalid" && unresolvedOnly(rep.Violations) && pace.Busy():
+	case rep.Verdict == "fail" && unresolvedOnly(rep.Violations) && pace.Busy():
 		// Only intents that never settled, on a busy machine: the server
 		// may just have been too slow to answer in time.
 		t.unknown("%d intents did not settle in time, on a machine too busy to tell whether they would have: %s", len(rep.Violations), rep.Violations[0])
-	case rep.Verdict == "invalid":
+	case rep.Verdict == "fail":
 		if d := rep.Diagnosis; d != nil && d.Mistake != "" {
 			if m, ok := mistakeNamed(d.Mistake); ok {
 				t.failAs(m, "invalid: %d violations; %s; such as: %s", len(rep.Violations), d.Why, rep.Violations[0])

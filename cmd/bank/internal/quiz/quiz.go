@@ -6,7 +6,6 @@ package quiz
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/scenarios/practice"
 	"github.com/zudojs/bank/scenarios/render"
 )
@@ -23,10 +23,11 @@ const Length, Pass = 5, 4
 
 // Result is a whole sitting, as --json prints it.
 type Result struct {
+	Schema    string    `json:"schema"` // bank.quiz/v1 (bank help json)
 	Seed      uint64    `json:"seed"`
 	Questions []Outcome `json:"questions"`
 	Score     int       `json:"score"`
-	Passed    bool      `json:"passed"`
+	Verdict   string    `json:"verdict"` // pass: at least Pass right answers; else fail
 }
 
 // Outcome is one question answered.
@@ -73,9 +74,13 @@ func Sit(ctx context.Context, clones *pgserver.Clones, w io.Writer, in *bufio.Re
 			PrintVerdict(w, q, o, right)
 		}
 	}
-	res.Passed = res.Score >= Pass
+	res.Verdict = "fail"
+	if res.Score >= Pass {
+		res.Verdict = "pass"
+	}
 	if asJSON {
-		_ = json.NewEncoder(w).Encode(res)
+		res.Schema = "bank.quiz/v1"
+		_ = jsonshape.Encode(w, &res, false)
 	} else {
 		PrintScore(w, res.Score, len(draw))
 	}

@@ -62,7 +62,7 @@ func (rep Report) Print(w io.Writer) {
 	if len(rep.Missing) > 0 {
 		fmt.Fprintf(w, "\nfault kinds asked for that never happened: %s\n", strings.Join(rep.Missing, ", "))
 	}
-	fmt.Fprintf(w, "\nverdict: %s\n", rep.Verdict)
+	fmt.Fprintf(w, "\nverdict: %s\n", tableWord(rep.Verdict))
 }
 
 func sortedKeys(m map[string]int64) []string {
@@ -72,4 +72,17 @@ func sortedKeys(m map[string]int64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// tableWord is a verdict as the table says it, in the words of Jepsen's
+// checkers: a history is valid or invalid (--json says pass and fail, as
+// every judge of the lab does).
+func tableWord(verdict string) string {
+	switch verdict {
+	case "pass":
+		return "valid"
+	case "fail":
+		return "invalid"
+	}
+	return verdict
 }

@@ -141,6 +141,7 @@ type intent struct {
 
 // Report is the verdict and its evidence.
 type Report struct {
+	Schema  string `json:"schema"` // bank.torture/v1 (bank help json)
 	Seed    uint64 `json:"seed"`
 	Intents int    `json:"intents"`
 	// Faults are the faults thrown: the same for every run of a seed
@@ -154,7 +155,7 @@ type Report struct {
 	Violations []string         `json:"violations"`
 	Offending  []string         `json:"offendingKeys"`
 	Missing    []string         `json:"faultsNotInjected"`
-	Verdict    string           `json:"verdict"` // valid, invalid, unknown
+	Verdict    string           `json:"verdict"` // pass, fail, unknown (the table says valid, invalid, unknown)
 	// Diagnosis names the lesson's mistake the violations fit, from the
 	// run's history; nil when there is no violation.
 	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
@@ -427,13 +428,13 @@ dispatch:
 	}
 	switch {
 	case len(rep.Violations) > 0:
-		rep.Verdict = "invalid"
+		rep.Verdict = "fail"
 		d := r.diagnose(rep)
 		rep.Diagnosis = &d
 	case len(rep.Missing) > 0:
 		rep.Verdict = "unknown"
 	default:
-		rep.Verdict = "valid"
+		rep.Verdict = "pass"
 	}
 	return rep, nil
 }

@@ -280,8 +280,8 @@ func TestGradeStarters(t *testing.T) {
 			}
 			command, env := run(t, lang, dir)
 			rep, code, stderr := gradeIn(t, bank, dir, env, command...)
-			if code != 1 || rep.Passed {
-				t.Errorf("bank grade exit %d, passed %v: want 1, a required check failed\n%s", code, rep.Passed, stderr)
+			if code != 1 || rep.Verdict != "fail" {
+				t.Errorf("bank grade exit %d, verdict %s: want 1 and fail, a required check failed\n%s", code, rep.Verdict, stderr)
 			}
 			seen := map[string]bool{}
 			for _, c := range rep.Checks {
@@ -363,7 +363,7 @@ type report struct {
 		Mistake  string   `json:"mistake"`
 		Evidence []string `json:"evidence"`
 	} `json:"checks"`
-	Passed bool `json:"passed"`
+	Verdict string `json:"verdict"`
 }
 
 // gradeIn runs bank grade --json -- command in dir, with a private
