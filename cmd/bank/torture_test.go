@@ -90,7 +90,7 @@ func TestTortureCatchesEachMistake(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "400", "--lock-ttl", "1s", "--break", mode)
-			if code != exitcode.No || rep.Verdict != "invalid" || len(rep.Offending) == 0 {
+			if code != exitcode.No || rep.Verdict != "fail" || len(rep.Offending) == 0 {
 				t.Fatalf("exit %d, verdict %q, offending %v: %s", code, rep.Verdict, rep.Offending, out)
 			}
 			if d := rep.Diagnosis; d == nil || d.Mistake != mode || d.Why == "" {

@@ -60,16 +60,8 @@ func (r *run) restart(v int) error {
 // the transfer (step 2 is left out).
 func (r *run) killHolding(ctx context.Context, v int) error {
 	victim := r.cfg.Replicas[v]
-	from, to := r.cfg.Accounts+4, r.cfg.Accounts+5
-	in := r.newIntent("kill", from, to, v)
-	s := r.sender(in)
-	defer s.wait()
-	hold, err := r.lockRow(ctx, "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", from)
-	if err != nil {
-		return err
-	}
-	defer hold.release()
-	waiting, err := r.untilWaiting(ctx, s, v, "kill", hold.pid)
+	in, s, hold, waiting, done, err := r.midTransfer(ctx, v, "kill", "kill")
+	defer done()
 	if err != nil {
 		return err
 	}
@@ -122,16 +114,8 @@ func (r *run) killHolding(ctx context.Context, v int) error {
 // 503); a store that keeps the failure as the key's answer replays it to
 // every retry. Choreographed like killHolding's first step.
 func (r *run) sessionKill(ctx context.Context, v int) error {
-	from, to := r.cfg.Accounts+4, r.cfg.Accounts+5
-	in := r.newIntent("session", from, to, v)
-	s := r.sender(in)
-	defer s.wait()
-	hold, err := r.lockRow(ctx, "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", from)
-	if err != nil {
-		return err
-	}
-	defer hold.release()
-	waiting, err := r.untilWaiting(ctx, s, v, "session-kill", hold.pid)
+	in, s, hold, waiting, done, err := r.midTransfer(ctx, v, "session", "session-kill")
+	defer done()
 	if err != nil {
 		return err
 	}
@@ -148,6 +132,24 @@ func (r *run) sessionKill(ctx context.Context, v int) error {
 		r.follow(ctx, in, v)
 	}
 	return nil
+}
+
+// midTransfer sends a new intent (of kind) to replica v with its debit
+// account's row locked by the run, and returns once the replica's session
+// waits on that lock, in the middle of its transfer: the session's pid is
+// waiting. done releases the row and waits for the send to end; call it
+// whatever the error.
+func (r *run) midTransfer(ctx context.Context, v int, kind, fault string) (in *intent, s *sender, hold held, waiting int, done func(), err error) {
+	from, to := r.cfg.Accounts+4, r.cfg.Accounts+5
+	in = r.newIntent(kind, from, to, v)
+	s = r.sender(in)
+	done = s.wait
+	if hold, err = r.lockRow(ctx, "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", from); err != nil {
+		return
+	}
+	done = func() { hold.release(); s.wait() }
+	waiting, err = r.untilWaiting(ctx, s, v, fault, hold.pid)
+	return
 }
 
 // sender sends a choreography's intent, each send in a goroutine of its
