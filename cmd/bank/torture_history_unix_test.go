@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,41 +27,15 @@ import (
 // starts, and leaves no temporary file.
 func TestTortureHistoryNeverDestructive(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	target := filepath.Join(dir, "precious.txt")
-	if err := os.WriteFile(target, []byte("keep me\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(dir, "history.jsonl")
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
-	for path, what := range map[string]string{fifo: "a FIFO", link: "a symbolic link", "/dev/full": "a device", dir: "a directory"} {
+	tr := fileTraps(t, "history.jsonl", "/dev/full")
+	for path, what := range tr.refused {
 		r := cli(t, nil, "torture", "--intents", "10", "--history", path)
 		// No "-" is offered: standard output has the report.
 		if r.code != exitcode.Usage || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, what) || r.stdout != "" || strings.Contains(r.stderr, "standard output") {
 			t.Errorf("--history %s: exit %d, %q; want exit 2 and one line naming %s", path, r.code, r.stderr, what)
 		}
 	}
-	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
-		t.Errorf("the FIFO was replaced: %v %v", st.Mode(), err)
-	}
-	if b, err := os.ReadFile(target); err != nil || string(b) != "keep me\n" {
-		t.Errorf("the link's target changed: %q %v", b, err)
-	}
-	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("the link was replaced: %v %v", st.Mode(), err)
-	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".bank-history-*")); len(left) != 0 {
-		t.Errorf("temporary files left: %v", left)
-	}
-	if left, _ := filepath.Glob("/dev/.bank-history-*"); len(left) != 0 {
-		t.Errorf("temporary files left in /dev: %v", left)
-	}
+	tr.unchanged(t, ".bank-history-*")
 }
 
 // TestTortureHistoryWritten: the history is every attempt and every
