@@ -178,9 +178,6 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	return a.serveUntilDone(ctx, hs, ln, a.banner)
 }
 
-// close closes the connections still unused: no request of theirs has
-// been read, so none is cut off.
-
 // prepareInPlace checks that the database to serve is a bank and gives
 // it the key store if it has none (a database made by bank grade has only
 // the lesson's accounts and transfers).

@@ -1,6 +1,6 @@
-// Package scenarios holds the lab's lessons. Each scenario file tells one
-// story from the lesson on a real PostgreSQL and ends with the invariant
-// checks; this file is the harness they share.
+// Package lab is the harness every story runs on: its database, clock,
+// steps and verdict, recorded as one stream of events that package render
+// draws; each scenario file of package scenarios tells its story on it.
 package lab
 
 import (
