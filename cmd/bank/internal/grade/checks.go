@@ -102,7 +102,7 @@ func missingFields(body string, from, to, kobo int64) string {
 
 func plain(t *trial) {
 	r := t.adaPaysBola("grade-plain-0000001")
-	got := t.send(r)
+	got := t.sendFirst(r)
 	if got.Status != 201 {
 		t.failAs(mTransfer, "a valid transfer got %s, not 201", got.short())
 		return
@@ -204,7 +204,7 @@ func (t *trial) lockLasts(r request, claimBy time.Time, after string) (reply, bo
 
 func replayed(t *trial) {
 	r := t.adaPaysBola("grade-replay-000001")
-	first := t.send(r)
+	first := t.sendFirst(r)
 	again := t.send(r)
 	switch {
 	case first.Status != 201:
@@ -240,7 +240,7 @@ func refused(got reply) bool {
 // another order: only a fingerprint over the raw bytes tells them apart.
 func reordered(t *trial) {
 	r := t.adaPaysBola("grade-reorder-00001")
-	first := t.send(r)
+	first := t.sendFirst(r)
 	if first.Status != 201 {
 		t.fail("the first request got %s, not 201", first.short())
 		return
@@ -264,7 +264,7 @@ func reordered(t *trial) {
 func otherBody(t *trial) {
 	r := t.adaPaysBola("grade-otherbody-001")
 	t.intent("the reused key's ₦20,000", 1, 2, 2_000_000, 0)
-	t.send(r)
+	t.sendFirst(r)
 	same := t.send(r)
 	r.body = body(1, 2, 2_000_000) // Ada can afford it: only the key may refuse it
 	got := t.send(r)
@@ -287,8 +287,8 @@ func otherBody(t *trial) {
 func otherUser(t *trial) {
 	const key = "grade-otheruser-01"
 	t.intent("Bola's own ₦1,000 to Ada", 2, 1, 100_000, 1)
-	t.send(t.adaPaysBola(key))
-	got := t.send(request{user: "bola", key: key, body: body(2, 1, 100_000)})
+	t.sendFirst(t.adaPaysBola(key))
+	got := t.sendFirst(request{user: "bola", key: key, body: body(2, 1, 100_000)})
 	switch {
 	case got.Status == 201 && !got.Replayed && t.count(2, 1, 100_000) > 0:
 		t.receipt(got, 2, 1, 100_000, mTransfer)
@@ -324,7 +324,7 @@ func refusal(t *trial) {
 		t.fail("a transfer of more than Ada has got %s, not a refusal (422)", first.short())
 		return
 	}
-	if got := t.send(request{user: "bola", key: "grade-refusal-00002", body: body(2, 1, 300_000)}); got.Status != 201 {
+	if got := t.sendFirst(request{user: "bola", key: "grade-refusal-00002", body: body(2, 1, 300_000)}); got.Status != 201 {
 		t.fail("Bola's ₦3,000 to Ada got %s, not 201", got.short())
 		return
 	}
@@ -590,7 +590,7 @@ func oneLine(s string) string {
 
 func restart(t *trial) {
 	r := t.adaPaysBola("grade-restart-00001")
-	first := t.send(r)
+	first := t.sendFirst(r)
 	claimBy := time.Now()
 	if first.Status != 201 {
 		t.fail("the first request got %s, not 201", first.short())

@@ -27,10 +27,17 @@ func gradeLabServer(t *testing.T, checks []string, args ...string) Report {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
+	return gradeCommand(t, checks, append([]string{bankBin, "serve"}, args...)...)
+}
+
+// gradeCommand grades the server command starts, on checks, with a 2 s
+// lock, in this process.
+func gradeCommand(t *testing.T, checks []string, command ...string) Report {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{
-		Command: append([]string{bankBin, "serve"}, args...), LockTTL: 2 * time.Second, StartTimeout: 30 * time.Second, Only: checks,
+		Command: command, LockTTL: 2 * time.Second, StartTimeout: 30 * time.Second, Only: checks,
 		NewDatabase: func(ctx context.Context, label string) (string, string, func(), error) {
 			d, err := pgtest.Clones().NewDatabase(ctx, label)
 			if err != nil {

@@ -41,7 +41,7 @@ func (t *trial) keyStateWithTransfer() {
 	const key = "grade-storexmin-001"
 	t.intent("Ada's ₦100 to Bola", 1, 2, 10_000, 1)
 	mark := t.lastWrite()
-	got := t.send(request{user: "ada", key: key, body: body(1, 2, 10_000)})
+	got := t.sendFirst(request{user: "ada", key: key, body: body(1, 2, 10_000)})
 	if got.Status != 201 {
 		t.fail("a plain transfer got %s, not 201", got.short())
 		return

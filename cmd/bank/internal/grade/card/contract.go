@@ -69,7 +69,9 @@ POST /transfers
          and makes the transfer itself. Either way money moves once, and
          a first request that lost its lock must not commit its transfer
          (with a claim not committed before the work, nothing is left to
-         take over, and pause is n/a)
+         take over, and pause is n/a). A request that took longer than
+         its lock and rolled back its own work may answer 409 too, even
+         the first under its key: the grader resends it, as a client does
   R 422  the same key with a different request: refused, no money moves
          (any 4xx but 409 and 429 is accepted; 422 is the lesson's)
   R 422  a business refusal (insufficient funds, a frozen account, …):
