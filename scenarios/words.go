@@ -58,6 +58,7 @@ var (
 	human           = lab.Human
 	willRetry       = lab.WillRetry
 	errLostResponse = lab.ErrLostResponse
+	keyName         = lab.KeyName
 )
 
 // holder is the first name of an account's holder, as a line says it.

@@ -314,7 +314,7 @@ func requestText(path string, c api.Call) string {
 	if c.Key == "" {
 		return text + ", no key"
 	}
-	return text + ", key …" + c.Key[max(0, len(c.Key)-6):]
+	return text + ", key " + KeyName(c.Key)
 }
 
 func replyText(r idem.Response) string {

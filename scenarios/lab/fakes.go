@@ -39,7 +39,7 @@ func (p *SMSProvider) Send(key, to, text string) (delivered bool) {
 	defer p.mu.Unlock()
 	req := "send " + to + ": " + text
 	if key != "" {
-		req += ", key …" + key[max(0, len(key)-6):]
+		req += ", key " + KeyName(key)
 	}
 	p.lab.draw(actorServer, actorSMS, req, "")
 	if key != "" {
