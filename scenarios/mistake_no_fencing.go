@@ -29,8 +29,8 @@ var NoFencing = &lab.Mistake{
 		var a, b api.Handler
 		var slow *func(context.Context) // the hook where server A goes quiet
 		if broken {
-			leaky := &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second}
-			a, b, slow = leaky, &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second}, &leaky.Hooks.AfterClaim
+			leaky := &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second, Observe: lab.KeySteps()}
+			a, b, slow = leaky, &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second, Observe: lab.KeySteps()}, &leaky.Hooks.AfterClaim
 		} else {
 			fenced := &api.Transfers{DB: lab.DB, Keys: keys}
 			a, b, slow = fenced, &api.Transfers{DB: lab.DB, Keys: keys}, &fenced.Hooks.AfterClaim

@@ -26,7 +26,7 @@ var Replay500 = &lab.Mistake{
 		session := lab.Session(ctx, "SET lock_timeout = '200ms'")
 		var h api.Handler = &api.Transfers{DB: session, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &wrong.StoredKeys{DB: session, Mistake: wrong.Replay500}
+			h = &wrong.StoredKeys{DB: session, Mistake: wrong.Replay500, Observe: lab.KeySteps()}
 		}
 		var failed error
 		server := lab.Server("server", answersErrors(h, &failed))
