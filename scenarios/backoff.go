@@ -33,7 +33,9 @@ var Backoff = &lab.Scenario{
 	Fix:     "the backoff parts above: waits that grow, with jitter",
 	Blind:   map[lab.Check]string{lab.TotalKept: "transfers that never happen move no money", lab.LedgerAgrees: "nothing moved, so the books agree"},
 	Explain: map[string]string{
-		"broken: no backoff, every phone retries at once": "Every phone retries 10 ms after each timeout: every 10 ms gets all 50.",
+		"broken: no backoff, every phone retries at once":                     "Every phone retries 10 ms after each timeout: every 10 ms gets all 50.",
+		"exponential backoff: 50, 100, 200 ms ... plus up to 50 ms of jitter": "Each wait doubles, plus a random 0 to 50 ms: the phones that failed together spread out over the next tries.",
+		"full jitter (bank send): a random wait up to 50, 100, 200 ms ...":    "Each wait is random, between 0 and a ceiling that doubles: the herd spreads over ever wider windows.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
@@ -44,7 +46,7 @@ var Backoff = &lab.Scenario{
 			wait         func(n int) time.Duration
 		}{
 			{"broken: no backoff, every phone retries at once", "no", 100, func(int) time.Duration { return slot }},
-			{"the lesson's backoff: 50, 100, 200 ms ... plus up to 50 ms of jitter", "the lesson's", 200, func(n int) time.Duration {
+			{"exponential backoff: 50, 100, 200 ms ... plus up to 50 ms of jitter", "exponential", 200, func(n int) time.Duration {
 				return time.Duration(50<<(n-1))*time.Millisecond + time.Duration(lab.Rand.Int64N(int64(50*time.Millisecond)+1))
 			}},
 			{"full jitter (bank send): a random wait up to 50, 100, 200 ms ...", "full-jitter", 300, func(n int) time.Duration { return app.Backoff(n, 0) }},

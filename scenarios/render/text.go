@@ -326,6 +326,9 @@ func (p *textPrinter) verdict(v lab.Verdict) {
 		if blind = "(blind to this failure: " + blind + ")"; !r.Holds || p.sc.Blind[r.Check] == "" || !v.ShowsBreak {
 			blind = ""
 		}
+		if here := p.sc.Here[r.Check]; blind == "" && r.Holds && here != "" {
+			blind = "(here: " + here + ")"
+		}
 		one := strings.TrimRight(plain+"  "+strings.Join(append(notes, blind), "  "), " ")
 		switch {
 		case utf8.RuneCountInString(one) <= columns(p.o.Width):
