@@ -69,7 +69,7 @@ var Concurrent = &lab.Scenario{
 		lab.Reply(second, "second: %d %s %s (Retry-After: %s)", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body), api.RetryAfter(second.Status))
 		later = server.Send(ctx, tap)
 		lab.Reply(later, "later:  %d %s", later.Status, replayedWord(later.Replayed))
-		lab.Say("why the second copies differ: a database that runs one query at a time could not look at the key until the first copy had committed; with a pool the second copy looks while the first is still inside its transaction")
+		lab.Say("why the second copies differ: a database that runs one query at a time could not look at the key until the first copy had committed; with a pool the second copy looks while the first is still inside its transaction.")
 		handler.Hooks.BeforeStore = nil
 		lab.Balances(ctx, "")
 

@@ -85,7 +85,7 @@ var Cleanup = &lab.Scenario{
 		lab.Effect("old-running kept", 1, kept("old-running"))
 		lab.Say("an idempotency key is a row of idempotency_keys: completed (its answer stored), or in progress under a lock that expires (locked_until), so that a retry may take a crashed request's key over.")
 		lab.Part("the nightly job, on the exercise's three keys")
-		lab.Say("at 03:00 the job deletes the keys older than 24 hours that are completed or whose lock has expired, of three: old-completed (48 h old), new-completed (1 h old), and old-stuck (in progress for 48 h, its lock expired 47 h ago)")
+		lab.Say("at 03:00 the job deletes the keys older than 24 hours that are completed or whose lock has expired, of three: old-completed (48 h old), new-completed (1 h old), and old-stuck (in progress for 48 h, its lock expired 47 h ago).")
 		deleted, err := idem.Prune(ctx, lab.DB, ago(24), now)
 		lab.Must(err)
 		lab.Say("deleted: %s", NodeList(deleted))
@@ -118,7 +118,7 @@ var ShouldRetry = &lab.Scenario{
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Step("play each outcome")
-		lab.Say("for each outcome, a test server answers the client's first attempt with it (\"network\": it closes the connection instead), and the client decides: true if it tried again")
+		lab.Say("for each outcome, a test server answers the client's first attempt with it (\"network\": it closes the connection instead), and the client decides: true if it tried again.")
 		err := PlayRetries(ctx, lab.Clock.Advance, func(outcome string, retried bool) {
 			// Drawn once the client has decided: the first attempt, its
 			// outcome, and the second attempt if the client made one.

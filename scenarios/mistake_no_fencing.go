@@ -37,7 +37,7 @@ var NoFencing = &lab.Mistake{
 		}
 		A, B := lab.Server("server A", a), lab.Server("server B", b)
 		lab.Step("a slow server and a takeover")
-		lab.Say("Ada's ₦10,000 to Bola reaches server A, which claims its key: a lock of 30 s. A stalls; the app's retry reaches server B at 31 s, when the lock has expired")
+		lab.Say("Ada's ₦10,000 to Bola reaches server A, which claims its key: a lock of 30 s. A stalls; the app's retry reaches server B at 31 s, when the lock has expired.")
 		held := lab.Hold(slow, func() (idem.Response, error) {
 			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})

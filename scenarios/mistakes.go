@@ -81,7 +81,7 @@ func crashStory(mistake wrong.LockMistake, step string, at func(crash func(conte
 		if broken && mistake == wrong.NoExpiry {
 			lock = "which locks the key with no expiry: no other request may ever take it over"
 		}
-		lab.Say("Ada's ₦10,000 to Bola reaches server A, %s; the app retries through server B", lock)
+		lab.Say("Ada's ₦10,000 to Bola reaches server A, %s; the app retries through server B.", lock)
 		return crashThenRetry(ctx, lab, first, retry, retries...)
 	}
 }

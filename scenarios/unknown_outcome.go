@@ -47,7 +47,7 @@ var UnknownOutcome = &lab.Scenario{
 		lab.Say("Ada makes three taps, each with its own idempotency key: an id the app makes once per tap and sends with every retry of it.")
 		lab.Say("the server keeps its keys in a key store, a table in PostgreSQL. It claims a new key before working (a row marked in progress and locked for 30 s, so that no copy runs meanwhile), and stores its answer under the key in the transfer's own transaction; a request with a completed key gets that answer again, replayed, instead of a second transfer. If the work fails unexpectedly, the key is released (its row deleted), so that a retry runs afresh.")
 		lab.Step("three timeouts")
-		lab.Say("three taps, and three timeouts:")
+		lab.Say("the phone times out on all three:")
 		// Case 1: the network loses the request; nothing reaches the server.
 		seen := handler.DropRequest(cases[0].call)
 		lab.Say("%s; the phone sees: %v", cases[0].what, seen)

@@ -33,7 +33,7 @@ var Webhook = &lab.Scenario{
 			return lab.Counting("SELECT count(*) FROM deposits WHERE source = $1", source)
 		}
 
-		lab.Say("a payment provider tells the bank that money arrived for a customer by webhook: an HTTP request it sends to the bank, once per event, each event with its own id. It delivers at least once: the same event again, two copies at once, and sometimes a second event, with another id, for the same payment")
+		lab.Say("a payment provider tells the bank that money arrived for a customer by webhook: an HTTP request it sends to the bank, once per event, each event with its own id. It delivers at least once: the same event again, two copies at once, and sometimes a second event, with another id, for the same payment.")
 		lab.Part("broken: credit every delivery")
 		lab.Effect("payment pay_77 (₦5,000 to Bola) credited", 1, credits("pay_77")).ShownBroken()
 		broken := func(e providerEvent) (string, error) { return creditEveryDelivery(ctx, lab, e) }

@@ -171,7 +171,14 @@ func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 			}
 		case "line", "response":
 			// As the transcript folds them: spacing kept (a table keeps
-			// its columns), a continuation indented under its line.
+			// its columns), a continuation indented under its line; a
+			// line the lesson itself prints is kept whole, as there.
+			if e.Verbatim {
+				for _, l := range strings.Split(e.Text, "\n") {
+					fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+"  "+l))
+				}
+				continue
+			}
 			for _, para := range strings.Split(e.Text, "\n") {
 				indent := para[:len(para)-len(strings.TrimLeft(para, " "))]
 				for _, l := range fold(para, diagramWidth-clockWidth-2, indent+"  ") {
