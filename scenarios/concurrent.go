@@ -27,7 +27,7 @@ var Concurrent = &lab.Scenario{
 	Prevents: "a double tap moving money twice: only one copy can claim the key",
 	Explain: map[string]string{
 		"a database that runs one query at a time: a double tap of ₦10,000": "Some databases run one query at a time: one built into the program (PGlite, say) makes every other query wait while a transaction is open. The first copy is held after its transfer, before its commit; the second copy cannot even look at the key until the first has committed.",
-		"PostgreSQL with a pool of connections: a double tap of ₦5,000":     "The realistic case: a server with a pool of connections to PostgreSQL runs both copies at once. Only one INSERT of (user, key) can succeed. The first copy is held after its transfer, before its commit; the second finds the key in progress and is told to retry.",
+		"PostgreSQL with a pool of connections: a double tap of ₦5,000":     "The realistic case: a server with a pool of connections to PostgreSQL runs both copies at once. Only one copy can insert the key's row, since (user, key) is its primary key. The first copy is held after its transfer, before its commit; the second finds the key in progress and is told to retry.",
 		"a storm: 50 copies of one ₦1,000 transfer":                         "50 copies start together. The one that claims the key is held until the other 49 have their answer, so the counts below do not depend on timing.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {

@@ -52,6 +52,7 @@ var Consumer = &lab.Scenario{
 		consume(ctx, lab, queue, "points only", false, rewardWithoutRecord)
 
 		lab.Part("safe: processed_events")
+		lab.Say("processed_events is a table of the event ids the consumer has applied: it records the id in the same transaction as the points, and skips an id it already holds.")
 		lab.Intent("Bola's ₦2,000 transfer", 2, 1, 200_000, 1)
 		lab.Effect("Bola's reward for his ₦2,000 transfer (2 points)", 1, points(2, 2))
 		send(2, bank.Request{From: 2, To: 1, AmountKobo: 200_000})

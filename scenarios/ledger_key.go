@@ -42,7 +42,7 @@ var LedgerKey = &lab.Scenario{
 		}))
 		lab.Exec(ctx, bank.LedgerKeySchema)
 
-		lab.Say("two ways a request reaches the transfer. The API goes through the key store, the table in PostgreSQL where it claims each request's idempotency key and stores its answer, so that a retry is replayed. A resend job, written in a hurry, sends again every request whose answer never reached the phone, as the API's log shows it, straight to the transfer code.")
+		lab.Say("two ways a request reaches the transfer. The API goes through the key store, the table in PostgreSQL where it claims each request's idempotency key and stores its answer, so that a retry is replayed. A resend job, written in a hurry, sends again, straight to the transfer code, every request whose answer never reached the phone.")
 		lab.Part("broken: a ledger that does not know the key")
 		lab.Intent("Ada's ₦10,000 tap", 1, 2, 1_000_000, 1).ShownBroken()
 		call := api.Call{UserID: 1, Key: "tap-ledger-000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
@@ -50,7 +50,7 @@ var LedgerKey = &lab.Scenario{
 		lab.Reply(r, "Ada's ₦10,000 to Bola, through the API and its key store: %d %s, but the answer is lost on the way to the phone", r.Status, transferLabel(r.Body))
 		resent, err := resendJob(ctx, lab, call.Key, adaPaysBola, false)
 		lab.Must(err)
-		lab.Reply(resent, "the resend job finds it unanswered and sends it again, around the key store: %d %s", resent.Status, transferLabel(resent.Body))
+		lab.Reply(resent, "its answer never reached the phone, so the resend job sends it again, around the key store: %d %s", resent.Status, transferLabel(resent.Body))
 
 		lab.Part("safe: the ledger row carries the key, unique")
 		stamp = true
@@ -64,7 +64,7 @@ var LedgerKey = &lab.Scenario{
 		if !errors.As(err, &pgErr) {
 			return fmt.Errorf("the ledger should have refused the resend, got %w", gotten(err))
 		}
-		lab.Say("the resend job finds it unanswered and sends it again, around the key store: %s", pgErr.Message)
+		lab.Say("its answer never reached the phone, so the resend job sends it again, around the key store: %s", pgErr.Message)
 		lab.Say("  (SQLSTATE %s: the resend's transaction rolled back, transfer and all)", pgErr.Code)
 		lab.Balances(ctx, "")
 		return nil

@@ -40,6 +40,7 @@ var Webhook = &lab.Scenario{
 		deliverFourWays(ctx, lab, broken, "evt_1001", "evt_1002", "pay_77", 2, 500_000)
 
 		lab.Part("safe: record the event with the credit")
+		lab.Say("the handler records each event in processed_events, by its id and by its payment and type, in the same transaction as the credit, and answers 200 without crediting an event already recorded.")
 		lab.Effect("payment pay_78 (₦3,000 to Ada) credited", 1, credits("pay_78"))
 		safe := func(e providerEvent) (outcome string, err error) {
 			err = pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
