@@ -18,13 +18,13 @@ var Atomic = &lab.Scenario{
 	Section:  "Partial failure",
 	Prevents: "the vanished ₦10,000 of bank scenario naive",
 	Explain: map[string]string{
-		"one transaction": "BEGIN; debit; credit account 99; record the transfer; COMMIT.\nAny error rolls back every statement since BEGIN.",
+		"one transaction": "Why it holds: when a statement fails, PostgreSQL undoes every statement since BEGIN, the debit included: all or nothing, the A (atomicity) of ACID.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's ₦10,000 to account 99", 1, 99, 1_000_000, 0)
 
 		lab.Step("one transaction")
-		lab.Say("the same ₦10,000 to account 99, which does not exist, in one transaction: BEGIN, the same three statements, COMMIT; an error rolls back every statement since BEGIN")
+		lab.Say("Ada sends the same ₦10,000 to account 99, which does not exist, now in one transaction: BEGIN, the same three statements (debit Ada, credit account 99, record the transfer), COMMIT.")
 		err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "UPDATE accounts SET balance_kobo = balance_kobo - $1 WHERE id = $2", 1_000_000, 1); err != nil {
 				return err
@@ -38,7 +38,7 @@ var Atomic = &lab.Scenario{
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
 			lab.SayVerbatim("failed: %s", pgErr.Message)
-			lab.Say("  (SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
+			lab.Say("  (the lesson's line, PostgreSQL's own message, kept whole; SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
 		} else if err != nil {
 			return err
 		}

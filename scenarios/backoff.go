@@ -33,7 +33,9 @@ var Backoff = &lab.Scenario{
 	Fix:     "the backoff parts above: waits that grow, with jitter",
 	Blind:   map[lab.Check]string{lab.TotalKept: "transfers that never happen move no money", lab.LedgerAgrees: "nothing moved, so the books agree"},
 	Explain: map[string]string{
-		"broken: no backoff, every phone retries at once": "Every phone retries 10 ms after each timeout: every 10 ms gets all 50.",
+		"broken: no backoff, every phone retries at once":                     "Every phone retries 10 ms after each timeout: every 10 ms gets all 50.",
+		"exponential backoff: 50, 100, 200 ms ... plus up to 50 ms of jitter": "Each wait doubles, plus a random 0 to 50 ms: the phones that failed together spread out over the next tries.",
+		"full jitter (bank send): a random wait up to 50, 100, 200 ms ...":    "Each wait is random, between 0 and a ceiling that doubles: the herd spreads over ever wider windows.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		handler := &api.Transfers{DB: lab.DB, Keys: &idem.Store{}}
@@ -44,15 +46,15 @@ var Backoff = &lab.Scenario{
 			wait         func(n int) time.Duration
 		}{
 			{"broken: no backoff, every phone retries at once", "no", 100, func(int) time.Duration { return slot }},
-			{"the lesson's backoff: 50, 100, 200 ms ... plus up to 50 ms of jitter", "the lesson's", 200, func(n int) time.Duration {
+			{"exponential backoff: 50, 100, 200 ms ... plus up to 50 ms of jitter", "exponential", 200, func(n int) time.Duration {
 				return time.Duration(50<<(n-1))*time.Millisecond + time.Duration(lab.Rand.Int64N(int64(50*time.Millisecond)+1))
 			}},
 			{"full jitter (bank send): a random wait up to 50, 100, 200 ms ...", "full-jitter", 300, func(n int) time.Duration { return app.Backoff(n, 0) }},
 		}
-		lab.Say("the server is slow: it answers up to %d requests in each 10 ms; when more arrive, n of them, it wastes work on requests whose phones have already timed out, and answers only 2 × %d − n (%d of %d, none of %d or more)",
+		lab.Say("the server is slow: it answers up to %d requests in each 10 ms; when more arrive, n of them, it wastes work on requests whose phones have already timed out, and answers only 2 × %d − n (%d of %d, none of %d or more).",
 			capacity, capacity, 2*capacity-12, 12, 2*capacity)
-		lab.Say("%d phones lost signal together and come back together; each sends Ada's transfer to Bola with a key of its own, and retries after a timeout, up to %d tries. Backing off is waiting longer after each failed try; jitter is a random part of each wait, so that phones that failed together do not retry together", phones, maxTries)
-		lab.Say("each part's phones send their own amount (₦1, ₦2, ₦3), so that each part's transfers can be counted apart")
+		lab.Say("%d phones lost signal together and come back together; each sends Ada's transfer to Bola with a key of its own, and retries after a timeout, up to %d tries. Backing off is waiting longer after each failed try; jitter is a random part of each wait, so that phones that failed together do not retry together.", phones, maxTries)
+		lab.Say("each part's phones send their own amount (₦1, ₦2, ₦3), so that each part's transfers can be counted apart.")
 		for _, s := range schedules {
 			in := lab.Intent(fmt.Sprintf("the %d phones' ₦%d transfers, %s backoff", phones, s.amount/100, s.prefix), 1, 2, s.amount, phones)
 			if s.prefix == "no" {
@@ -71,7 +73,7 @@ var Backoff = &lab.Scenario{
 		}
 		// Full jitter's waits look random, but their ceilings double.
 		lab.Say("full jitter's first waits for one phone: %s", jitterWaits(app))
-		lab.Say("(bank send uses full jitter: each wait is random up to a ceiling that doubles, so the waits look as if they do not grow, but a large herd spreads over ever wider windows)")
+		lab.Say("(bank send uses full jitter: each wait is random up to a ceiling that doubles, so the waits look as if they do not grow, but a large herd spreads over ever wider windows.)")
 		var moved []string
 		var sum int64
 		for _, s := range schedules {

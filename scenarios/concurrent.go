@@ -26,9 +26,9 @@ var Concurrent = &lab.Scenario{
 	Section:  "Two copies at the same moment",
 	Prevents: "a double tap moving money twice: only one copy can claim the key",
 	Explain: map[string]string{
-		"one query at a time, as in the lesson: a double tap of ₦10,000": "The first copy is held after its transfer, before its commit. The second copy cannot even look at the key until the first has committed.",
-		"PostgreSQL with a pool of connections: a double tap of ₦5,000":  "Only one INSERT of (user, key) can succeed. The first copy is held after its transfer, before its commit; the second finds the key in progress and is told to retry.",
-		"a storm: 50 copies of one ₦1,000 transfer":                      "50 copies start together. The one that claims the key is held until the other 49 have their answer, so the counts below do not depend on timing.",
+		"a database that runs one query at a time: a double tap of ₦10,000": "Some databases run one query at a time: one built into the program (PGlite, say) makes every other query wait while a transaction is open. The first copy is held after its transfer, before its commit; the second copy cannot even look at the key until the first has committed.",
+		"PostgreSQL with a pool of connections: a double tap of ₦5,000":     "The realistic case: a server with a pool of connections to PostgreSQL runs both copies at once. Only one copy can insert the key's row, since (user, key) is its primary key. The first copy is held after its transfer, before its commit; the second finds the key in progress and is told to retry.",
+		"a storm: 50 copies of one ₦1,000 transfer":                         "50 copies start together. The one that claims the key is held until the other 49 have their answer, so the counts below do not depend on timing.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		handler := &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
@@ -50,8 +50,8 @@ var Concurrent = &lab.Scenario{
 			return first, second, errors.Join(err, err2)
 		}
 
-		lab.Say("a double tap sends one request twice at the same moment, with the same idempotency key; a storm sends it many times")
-		lab.Part("one query at a time, as in the lesson: a double tap of ₦10,000")
+		lab.Say("a double tap sends one request twice at the same moment, with the same idempotency key (the id the app makes once per tap and sends with every copy); a storm sends it many times. Each part below is a new tap, with a key of its own.")
+		lab.Part("a database that runs one query at a time: a double tap of ₦10,000")
 		tap := api.Call{UserID: 1, Key: "double-tap-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
 		r, second, err := double(tap, lab.OneAtATime(server), true)
 		lab.Must(err)
@@ -69,7 +69,7 @@ var Concurrent = &lab.Scenario{
 		lab.Reply(second, "second: %d %s %s (Retry-After: %s)", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body), api.RetryAfter(second.Status))
 		later = server.Send(ctx, tap)
 		lab.Reply(later, "later:  %d %s", later.Status, replayedWord(later.Replayed))
-		lab.Say("why the second copies differ: a database that runs one query at a time could not look at the key until the first copy had committed; with a pool the second copy looks while the first is still inside its transaction")
+		lab.Say("why the second copies differ: a database that runs one query at a time could not look at the key until the first copy had committed; with a pool the second copy looks while the first is still inside its transaction.")
 		handler.Hooks.BeforeStore = nil
 		lab.Balances(ctx, "")
 

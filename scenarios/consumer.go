@@ -43,7 +43,7 @@ var Consumer = &lab.Scenario{
 			}))
 		}
 
-		lab.Say("a rewards service, the consumer, reads \"transfer made\" events from a queue and gives a point per ₦1,000 sent. The queue delivers each message until the consumer acknowledges it (says it is done with it), so a consumer that crashes before acknowledging gets the message again")
+		lab.Say("a rewards service, the consumer, reads \"transfer made\" events from a queue and gives a point per ₦1,000 sent. The queue delivers each message until the consumer acknowledges it (says it is done with it), so a consumer that crashes before acknowledging gets the message again.")
 		lab.Part("broken: no record of processed events")
 		lab.Intent("Ada's ₦10,000 transfer", 1, 2, 1_000_000, 1)
 		lab.Effect("Ada's reward for her ₦10,000 transfer (10 points, one per ₦1,000 sent)", 1, points(1, 10)).ShownBroken()
@@ -52,6 +52,7 @@ var Consumer = &lab.Scenario{
 		consume(ctx, lab, queue, "points only", false, rewardWithoutRecord)
 
 		lab.Part("safe: processed_events")
+		lab.Say("processed_events is a table of the event ids the consumer has applied: it records the id in the same transaction as the points, and skips an id it already holds.")
 		lab.Intent("Bola's ₦2,000 transfer", 2, 1, 200_000, 1)
 		lab.Effect("Bola's reward for his ₦2,000 transfer (2 points)", 1, points(2, 2))
 		send(2, bank.Request{From: 2, To: 1, AmountKobo: 200_000})

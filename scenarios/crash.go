@@ -26,7 +26,7 @@ var Crash = &lab.Scenario{
 	Section:  "A server that crashes, and one that is only slow",
 	Prevents: "bank mistake no-lock-expiry and bank mistake no-fencing",
 	Explain: map[string]string{
-		"server A claims the key": "Server A is a session of its own. It claims the key at 0 s (lock valid until 30 s) and stops inside its transaction, before the transfer.",
+		"server A claims the key": "Server A is one copy of the server, with its own connection to PostgreSQL. It claims the key at 0 s (lock valid until 30 s) and stops inside its transaction, before the transfer.",
 		"retry after 10 s":        "The lock is still valid: A may only be slow. The retry must not start a second transfer.",
 		"retry after 31 s":        "The lock has expired. The retry takes the key over with a new lock id (the fencing token).",
 		"server A wakes up":       "A runs its transfer, then tries to store its response under its old lock id.",
@@ -42,12 +42,14 @@ var Crash = &lab.Scenario{
 		A, B := lab.Server("server A", serverA), lab.Server("server B", serverB)
 
 		lab.Step("server A claims the key")
-		lab.Say("(the clock is simulated: server A claims the key at 0 s, which locks it for %s; until the lock expires, no other request may take the key over)", human(keys.LockTTL))
+		lab.Say("Ada's ₦10,000 to Bola reaches server A with its idempotency key, the id the app sends with every retry of the tap; the retries go to server B, another copy of the server on the same database. Claiming the key marks it in progress in the key store, a table in PostgreSQL.")
+		lab.Say("(the clock is simulated: server A claims the key at 0 s, which locks it for %s; until the lock expires, no other request may take the key over.)", human(keys.LockTTL))
 		a := lab.Hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
 			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})
 		// The hook runs only once the claim succeeded: the lesson's "proceed".
 		lab.Say("server A claimed the key: proceed and then went silent")
+		lab.Say("  (proceed: the key store's answer to a claim that succeeded, go ahead and transfer)")
 
 		lab.Step("retry after 10 s")
 		early := B.Send(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(10 * time.Second)})
@@ -63,12 +65,12 @@ var Crash = &lab.Scenario{
 			return fmt.Errorf("server A should have lost its lock, got %w", gotten(err))
 		}
 		lab.Say("server A wakes up: %v", err)
-		lab.Say("each claim gets a lock id of its own, the fencing token, and storing an answer needs the current one: A's was replaced at 31 s, so its answer was refused")
+		lab.Say("each claim gets a lock id of its own, the fencing token, and storing an answer needs the current one: A's was replaced at 31 s, so its answer was refused.")
 		// A sequence is not rolled back: the id A's transfer took is the
 		// trace that it really ran before its transaction was undone.
 		lastID := lab.Count(ctx, "SELECT last_value FROM transfers_id_seq")
 		lab.Say("server A's own transfer had run (it took id %d); the rollback undid it with the rest", lastID)
-		lab.Say("without the fencing token both transfers would stand: bank mistake no-fencing")
+		lab.Say("without the fencing token both transfers would stand (bank mistake no-fencing shows it).")
 		lab.Balances(ctx, "")
 		return nil
 	},

@@ -26,7 +26,7 @@ var HTTP = &lab.Scenario{
 	Section:  "Over HTTP, with a retrying client",
 	Prevents: "bank scenario lost-response, over real HTTP with a retrying client",
 	Explain: map[string]string{
-		"send over HTTP": "POST /transfers with Authorization: Bearer token-ada and an Idempotency-Key header.\nThe client retries network errors, 5xx, 409 and 429 with backoff and jitter, and nothing else.",
+		"send over HTTP": "POST /transfers with Authorization: Bearer token-ada and an Idempotency-Key header.\nThe client retries network errors, 5xx, 409 and 429, and nothing else, waiting longer after each failure (backoff) with a random part added (jitter).",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
@@ -58,7 +58,7 @@ var HTTP = &lab.Scenario{
 			switch {
 			case a.Status == 0:
 				lab.Say("attempt %d: network error (%s)%s", a.N, a.Network, willRetry(a.Retry))
-				lab.Say("  (the lesson's Node client names this error TypeError; Go's says what happened)")
+				lab.Say("  (Node's fetch reports this error as a TypeError; Go's client says what happened)")
 			case a.Retry:
 				lab.Say("attempt %d: %d%s", a.N, a.Status, willRetry(true))
 			default:
@@ -67,12 +67,13 @@ var HTTP = &lab.Scenario{
 		}
 
 		lab.Step("send over HTTP")
-		lab.Say("the same tap over real HTTP: the API listens on a port of this machine, and closes the connection after the transfer has committed instead of answering (the tunnel). The app's client retries with its key")
+		lab.Say("Ada's ₦10,000 tap to Bola, over real HTTP: the API listens on a port of this machine and, as a phone that loses signal would see it, closes the connection after the transfer has committed instead of answering. The app's client made one idempotency key for the tap, and retries with it.")
 		res, err := app.Send(ctx, lab.NewKey(), []byte(adaPaysBola))
 		if err != nil {
 			lab.Say("gave up: %v", err)
 		} else {
 			lab.Reply(answer(res), "app shows: %s", nodeObject(res.Body))
+			lab.Say("%s", nodeObjectNote(res.Body))
 		}
 		lab.Balances(ctx, "")
 		return nil

@@ -20,7 +20,7 @@ var KeyMisuse = &lab.Scenario{
 	Section:  "Misuse: a reused key, another user, no key",
 	Prevents: "bank mistake no-fingerprint and bank mistake unscoped-keys",
 	Explain: map[string]string{
-		"misuse": "The fingerprint is a hash of the canonical request (keys sorted), stored with the key.\nKeys are stored per user: (user_id, key) is the primary key.",
+		"misuse": "The fingerprint is a hash of the request written one canonical way (its JSON fields sorted by name), stored with the key. In the table, \"keys reordered\" means the request's JSON fields (from, to, amountKobo), not its idempotency key.\nIdempotency keys are stored per user: (user_id, key) is the primary key.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		handler := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
@@ -45,7 +45,7 @@ var KeyMisuse = &lab.Scenario{
 		}
 
 		lab.Step("misuse")
-		lab.Say("seven requests: Ada's ₦10,000 to Bola under the key %s; the same with its JSON fields in another order; the same key for ₦50,000; Bola's ₦1,000 to Ada under the same key string; a request with no key; and Bola's ₦90,000 (more than he has) under his key %s, sent twice", key, broke)
+		lab.Say("seven requests: Ada's ₦10,000 to Bola under the idempotency key %s; the same with its JSON fields in another order; the same key for ₦50,000; Bola's ₦1,000 to Ada under the same key string; a request with no key; and Bola's ₦90,000 (more than he has) under his key %s, sent twice.", key, broke)
 		for _, r := range requests {
 			resp, err := handler.Handle(ctx, api.Call{UserID: r.user, Key: r.key, Body: []byte(r.body), Now: lab.Clock.Now()})
 			if err != nil {

@@ -28,8 +28,8 @@ var LedgerKey = &lab.Scenario{
 	Fix:     "the safe part above: the key on every ledger row, unique",
 	Blind:   twiceBlind,
 	Explain: map[string]string{
-		"broken: a ledger that does not know the key":  "The API goes through the key store; the resend job calls the transfer directly.",
-		"safe: the ledger row carries the key, unique": "Both paths stamp the transfer row with the key, in the transfer's transaction.",
+		"broken: a ledger that does not know the key":  "The API goes through the key store; the resend job calls the transfer directly, so nothing it does looks at the key.",
+		"safe: the ledger row carries the key, unique": "Both paths stamp the transfer row with the key, in the transfer's transaction, under a unique index: a second row with the same key cannot commit.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		keys := lab.Keys(&idem.Store{})
@@ -42,33 +42,44 @@ var LedgerKey = &lab.Scenario{
 		}))
 		lab.Exec(ctx, bank.LedgerKeySchema)
 
-		lab.Say("two ways a request reaches the transfer: the API, through the key store, and a resend job (a batch that sends failed requests again) that calls the transfer directly")
+		lab.Say("two ways a request reaches the transfer. The API goes through the key store, the table in PostgreSQL where it claims each request's idempotency key and stores its answer, so that a retry is replayed. A resend job, written in a hurry, sends again, straight to the transfer code, every request whose answer never reached the phone.")
 		lab.Part("broken: a ledger that does not know the key")
 		lab.Intent("Ada's ₦10,000 tap", 1, 2, 1_000_000, 1).ShownBroken()
 		call := api.Call{UserID: 1, Key: "tap-ledger-000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
-		r := server.Send(ctx, call)
-		lab.Reply(r, "Ada's ₦10,000 to Bola, through the API and its key store: %d %s", r.Status, transferLabel(r.Body))
+		r := answerLost(ctx, lab, server, call)
+		lab.Reply(r, "Ada's ₦10,000 to Bola, through the API and its key store: %d %s, but the answer is lost on the way to the phone", r.Status, transferLabel(r.Body))
 		resent, err := resendJob(ctx, lab, call.Key, adaPaysBola, false)
 		lab.Must(err)
-		lab.Reply(resent, "the same request, sent again by the resend job around the key store: %d %s", resent.Status, transferLabel(resent.Body))
+		lab.Reply(resent, "its answer never reached the phone, so the resend job sends it again, around the key store: %d %s", resent.Status, transferLabel(resent.Body))
 
 		lab.Part("safe: the ledger row carries the key, unique")
 		stamp = true
 		const fiveK = `{"from": 1, "to": 2, "amountKobo": 500000}`
 		lab.Intent("Ada's ₦5,000 tap", 1, 2, 500_000, 1)
 		call = api.Call{UserID: 1, Key: "tap-ledger-000000002", Body: []byte(fiveK), Now: lab.Clock.Now()}
-		r = server.Send(ctx, call)
-		lab.Reply(r, "Ada's ₦5,000 to Bola, through the API and its key store: %d %s", r.Status, transferLabel(r.Body))
+		r = answerLost(ctx, lab, server, call)
+		lab.Reply(r, "Ada's ₦5,000 to Bola, through the API and its key store: %d %s, but the answer is lost on the way to the phone", r.Status, transferLabel(r.Body))
 		_, err = resendJob(ctx, lab, call.Key, fiveK, true)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
 			return fmt.Errorf("the ledger should have refused the resend, got %w", gotten(err))
 		}
-		lab.Say("the same request, sent again by the resend job around the key store: %s", pgErr.Message)
+		lab.Say("its answer never reached the phone, so the resend job sends it again, around the key store: %s", pgErr.Message)
 		lab.Say("  (SQLSTATE %s: the resend's transaction rolled back, transfer and all)", pgErr.Code)
 		lab.Balances(ctx, "")
 		return nil
 	},
+}
+
+// answerLost sends call through the API, whose answer is then lost on the
+// way to the phone: what the API answered.
+func answerLost(ctx context.Context, lab *lab.Lab, server *lab.Endpoint, call api.Call) idem.Response {
+	server.LoseNext(1)
+	r, err := server.Handle(ctx, call)
+	if !errors.Is(err, errLostResponse) {
+		lab.Must(fmt.Errorf("the API's answer should have been lost, got %w", gotten(err)))
+	}
+	return r
 }
 
 // ledgerTransfer is the lesson's transfer, which also stamps its ledger

@@ -27,6 +27,7 @@ var LostResponse = &lab.Scenario{
 	Explain: map[string]string{
 		"retry after a lost response": `The "network" delivers each attempt to the server, which commits; the first response is then lost.
 To the phone a lost response, a request that never arrived and one that failed all look the same.
+The lesson's own figure follows, kept whole (two of its lines are wider than 80 columns); its tunnel is the one Ada's bus drives into:
 
  phone                       server                         database
    |  POST /transfers  ------->   |                               |
@@ -50,7 +51,7 @@ To the phone a lost response, a request that never arrived and one that failed a
 		server.LoseNext(1) // committed; the answer never reaches the phone
 
 		lab.Step("retry after a lost response")
-		lab.Say("Ada taps Send once: ₦10,000 to Bola. The server makes the transfer, and its answer is lost on the way back; the app times out and retries the same request")
+		lab.Say("Ada taps Send once, on a bus: ₦10,000 to Bola. The server makes the transfer, and its answer is lost on the way back as the bus drives into a tunnel; the app times out and retries the same request.")
 		for attempt := 1; attempt <= 3; attempt++ {
 			r, err := server.Handle(ctx, api.Call{UserID: 1, Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
 			if errors.Is(err, errLostResponse) {

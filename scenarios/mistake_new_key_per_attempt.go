@@ -33,7 +33,7 @@ var NewKeyPerAttempt = &lab.Mistake{
 				key = lab.NewKey() // BROKEN ON PURPOSE: the key is made per attempt
 			}
 			r, err := h.Handle(ctx, api.Call{UserID: 1, Key: key, Body: []byte(adaPaysBola), Now: lab.Clock.Now()})
-			sent := "key …" + key[len(key)-6:]
+			sent := "key " + keyName(key)
 			switch {
 			case attempt == 1:
 			case broken:

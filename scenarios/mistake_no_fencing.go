@@ -29,15 +29,15 @@ var NoFencing = &lab.Mistake{
 		var a, b api.Handler
 		var slow *func(context.Context) // the hook where server A goes quiet
 		if broken {
-			leaky := &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second}
-			a, b, slow = leaky, &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second}, &leaky.Hooks.AfterClaim
+			leaky := &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second, Observe: lab.KeySteps()}
+			a, b, slow = leaky, &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second, Observe: lab.KeySteps()}, &leaky.Hooks.AfterClaim
 		} else {
 			fenced := &api.Transfers{DB: lab.DB, Keys: keys}
 			a, b, slow = fenced, &api.Transfers{DB: lab.DB, Keys: keys}, &fenced.Hooks.AfterClaim
 		}
 		A, B := lab.Server("server A", a), lab.Server("server B", b)
 		lab.Step("a slow server and a takeover")
-		lab.Say("Ada's ₦10,000 to Bola reaches server A, which claims its key: a lock of 30 s. A stalls; the app's retry reaches server B at 31 s, when the lock has expired")
+		lab.Say("Ada's ₦10,000 to Bola reaches server A, which claims its key: a lock of 30 s. A stalls; the app's retry reaches server B at 31 s, when the lock has expired.")
 		held := lab.Hold(slow, func() (idem.Response, error) {
 			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})

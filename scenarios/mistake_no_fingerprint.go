@@ -27,7 +27,7 @@ var NoFingerprint = &lab.Mistake{
 		lab.Effect("a success reported for the ₦50,000 request", 0, func(context.Context) (int, error) { return lies, nil }).BrokenIf(broken)
 		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &wrong.StoredKeys{DB: lab.DB, Mistake: wrong.NoFingerprint}
+			h = &wrong.StoredKeys{DB: lab.DB, Mistake: wrong.NoFingerprint, Observe: lab.KeySteps()}
 		}
 		server := lab.Server("server", h)
 		lab.Step("one key, two amounts")

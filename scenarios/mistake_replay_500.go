@@ -23,10 +23,10 @@ var Replay500 = &lab.Mistake{
 	Blind:   neverBlind,
 	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
-		session := lab.Session(ctx, "SET lock_timeout = '200ms'")
+		session := lab.Session(ctx, "SET lock_timeout = '"+serverLockTimeout+"'")
 		var h api.Handler = &api.Transfers{DB: session, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &wrong.StoredKeys{DB: session, Mistake: wrong.Replay500}
+			h = &wrong.StoredKeys{DB: session, Mistake: wrong.Replay500, Observe: lab.KeySteps()}
 		}
 		var failed error
 		server := lab.Server("server", answersErrors(h, &failed))
@@ -35,11 +35,11 @@ var Replay500 = &lab.Mistake{
 			lab.Reply(r, "%s: %d %s%s", label, r.Status, transferLabel(r.Body), replayedNote(r.Replayed))
 		}
 		lab.Step("a brief outage")
-		lab.Say("Ada's app sends ₦10,000 to Bola, and tries again with the same key after a failure")
+		lab.Say("Ada's app sends ₦10,000 to Bola, and tries again with the same key after a failure.")
 		release := lab.HoldRow(ctx, 1)
 		var timeout string
 		lab.Must(session.QueryRow(ctx, "SHOW lock_timeout").Scan(&timeout))
-		lab.Say("a maintenance job holds Ada's account row; the server waits %s for a row lock, then gives up and answers 500", timeout)
+		lab.Say("a maintenance job holds Ada's account row; the server waits %s for a row lock (its lock_timeout), then gives up and answers 500.", timeout)
 		send("attempt 1")
 		release()
 		lab.Say("the outage is over")

@@ -66,19 +66,22 @@ func crashStory(mistake wrong.LockMistake, step string, at func(crash func(conte
 	return func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		server := lab.Session(ctx)
-		hooks := at(func(ctx context.Context) { lab.KillSession(ctx, server) })
+		hooks := at(func(ctx context.Context) {
+			lab.Arrow("server A", postgres, "crash: its session ends, and what it had open rolls back", "error")
+			lab.KillSession(ctx, server)
+		})
 		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
 		var first, retry api.Handler = &api.Transfers{DB: server, Keys: keys, Hooks: hooks}, &api.Transfers{DB: lab.DB, Keys: keys}
 		if broken {
-			first = &wrong.LeakyStore{DB: server, Mistake: mistake, TTL: 30 * time.Second, Hooks: hooks}
-			retry = &wrong.LeakyStore{DB: lab.DB, Mistake: mistake, TTL: 30 * time.Second}
+			first = &wrong.LeakyStore{DB: server, Mistake: mistake, TTL: 30 * time.Second, Hooks: hooks, Observe: lab.KeySteps()}
+			retry = &wrong.LeakyStore{DB: lab.DB, Mistake: mistake, TTL: 30 * time.Second, Observe: lab.KeySteps()}
 		}
 		lab.Step(step)
 		lock := "which locks the key for 30 s: until the lock expires, no other request may take the key over"
 		if broken && mistake == wrong.NoExpiry {
 			lock = "which locks the key with no expiry: no other request may ever take it over"
 		}
-		lab.Say("Ada's ₦10,000 to Bola reaches server A, %s; the app retries through server B", lock)
+		lab.Say("Ada's ₦10,000 to Bola reaches server A, %s; the app retries through server B.", lock)
 		return crashThenRetry(ctx, lab, first, retry, retries...)
 	}
 }

@@ -20,10 +20,10 @@ var Naive = &lab.Scenario{
 	Fix:         "bank scenario atomic (the same three statements in one transaction)",
 	ShowsBroken: []lab.Check{lab.TotalKept, lab.LedgerAgrees},
 	Explain: map[string]string{
-		"three statements": "Debit Ada, credit account 99 (a typo: it does not exist), record the transfer.\nEach statement commits on its own.",
+		"three statements": "Why it goes wrong: an UPDATE that matches no row is not an error in SQL, and with no transaction nothing undoes the debit when a later statement fails.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
-		lab.Say("Ada sends ₦10,000 to account 99, a typo: there is no account 99. Three statements, each committed on its own: debit Ada, credit account 99, record the transfer")
+		lab.Say("Ada sends ₦10,000 to account 99, a typo: there is no account 99. Three statements, each committed on its own: debit Ada, credit account 99, record the transfer.")
 		lab.Balances(ctx, "before:")
 		lab.Intent("Ada's ₦10,000 to account 99", 1, 99, 1_000_000, 0)
 
@@ -34,7 +34,7 @@ var Naive = &lab.Scenario{
 				return err
 			}
 			lab.SayVerbatim("failed: %s", pgErr.Message)
-			lab.Say("  (SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
+			lab.Say("  (the lesson's line, PostgreSQL's own message, kept whole; SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
 		}
 		lab.Balances(ctx, "after: ")
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,8 +34,9 @@ var OneKey = &lab.Scenario{
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		rail := lab.Rail()
 		keys := lab.Keys(&idem.Store{})
-		lab.Say("Ada pays money out to accounts at other banks: the bank debits her and sends the money through a rail, the network that moves money between banks, which names each payment by a reference")
+		lab.Say("Ada pays money out to accounts at other banks: the bank debits her and sends the money through a rail, the network that moves money between banks, which names each payment by a reference and pays a reference once.")
 		var total int64
+		var paid []string
 		for _, c := range []struct {
 			part       string
 			amount     int64
@@ -44,6 +46,7 @@ var OneKey = &lab.Scenario{
 			{"the request never reached the rail", 500_000, 0, 1},
 		} {
 			lab.Part(c.part)
+			lab.Say("Ada pays %s out to an account at another bank.", bank.Naira(c.amount))
 			key := lab.NewKey()
 			ref := "rail-" + key[:8]
 			lab.Effect(fmt.Sprintf("Ada's %s payout, paid by the rail", bank.Naira(c.amount)), 1, func(context.Context) (int, error) { return rail.Payments(ref), nil })
@@ -80,8 +83,9 @@ var OneKey = &lab.Scenario{
 			lab.Reply(r, "the app retries with the same key: %d%s %s", r.Status, replayedNote(r.Replayed), r.Body)
 			lab.Say("the rail paid %s %s", ref, bank.Times(rail.Payments(ref)))
 			total += c.amount
+			paid = append(paid, bank.Naira(c.amount))
 		}
-		lab.Say("%s left the bank through the rail, so its total is now %s less", bank.Naira(total), bank.Naira(total))
+		lab.Say("%s left the bank through the rail (%s), so its total is now %s less.", bank.Naira(total), strings.Join(paid, " + "), bank.Naira(total))
 		lab.Balances(ctx, "")
 		return nil
 	},

@@ -20,12 +20,12 @@ import (
 // delivers it once.
 var Outbox = &lab.Scenario{
 	Name:    "outbox",
-	Summary: "an SMS per transfer: sent in the transaction or after it goes wrong; the outbox delivers once",
+	Summary: "an SMS per transfer: sending it inside the transaction, or after the commit, goes wrong; the outbox delivers it once",
 	Section: "Side effects outside the database",
 	Fix:     "the safe part above: the message written in the transfer's transaction, sent with its own key",
 	Blind:   map[lab.Check]string{lab.TotalKept: "an SMS is not money", lab.LedgerAgrees: "an SMS is not in the books"},
 	Explain: map[string]string{
-		"broken: send inside the transaction": "The SMS is sent before COMMIT. The app's connection then dies, and the transfer rolls back.",
+		"broken: send inside the transaction": "The SMS is sent before COMMIT. The server's connection to PostgreSQL then dies, and the transfer rolls back.",
 		"broken: send after the commit":       "The transfer commits, then the server dies before it sends the SMS.",
 		"safe: the outbox":                    "Transfer and outbox row commit together. Worker 1 sends, then its connection dies before it marks the row sent; worker 2 sends again with the same key.",
 	},
@@ -35,7 +35,7 @@ var Outbox = &lab.Scenario{
 			return func(context.Context) (int, error) { return sms.Count(text), nil }
 		}
 
-		lab.Say("each transfer must also send Ada an SMS, \"You sent ... to Bola\", through an SMS provider; a rollback cannot un-send an SMS")
+		lab.Say("each transfer must also send Ada an SMS, \"You sent ... to Bola\", through an SMS provider; a rollback cannot un-send an SMS.")
 		lab.Part("broken: send inside the transaction")
 		lab.Intent("the ₦10,000 transfer whose commit failed", 1, 2, 1_000_000, 0)
 		lab.Effect("the SMS for the failed ₦10,000 transfer", 0, delivered("Ada: You sent ₦10,000 to Bola")).ShownBroken()
@@ -45,29 +45,34 @@ var Outbox = &lab.Scenario{
 		lab.Part("broken: send after the commit")
 		lab.Intent("the ₦2,000 transfer", 1, 2, 200_000, 1)
 		lab.Effect("the SMS for the ₦2,000 transfer", 1, delivered("Ada: You sent ₦2,000 to Bola")).ShownBroken()
+		lab.Arrow("server", postgres, "BEGIN; transfer ₦2,000 1→2; COMMIT", "")
 		id := transferOnItsOwn(ctx, lab, bank.Request{From: 1, To: 2, AmountKobo: 200_000}, nil)
 		lab.Say("transfer %d (₦2,000 to Bola) committed; the server crashed before sending its SMS", id)
 
 		lab.Part("safe: the outbox")
 		lab.Intent("the ₦5,000 transfer", 1, 2, 500_000, 1)
 		lab.Effect("the SMS for the ₦5,000 transfer", 1, delivered("Ada: You sent ₦5,000 to Bola"))
-		lab.Say("the outbox is a table: the transfer's own transaction writes the SMS into it, and a worker, a separate process, sends what it holds, each with the row's id as the provider's idempotency key, and marks it sent")
+		lab.Say("the outbox is a table: the transfer's own transaction writes the SMS into it, and a worker, a separate process, sends what it holds, each with the row's id as the provider's idempotency key, and marks it sent.")
+		lab.Arrow("server", postgres, "BEGIN; transfer ₦5,000 1→2 + outbox row; COMMIT", "")
 		transferOnItsOwn(ctx, lab, bank.Request{From: 1, To: 2, AmountKobo: 500_000}, func(tx pgx.Tx, r bank.Receipt) error {
 			lab.Say("transfer %d (%s to Bola) and its outbox message committed together", r.TransferID, bank.Naira(r.AmountKobo))
 			return bank.Notice(ctx, tx, r)
 		})
 		worker1 := lab.Session(ctx)
 		_, err := bank.DeliverOne(ctx, worker1, func(ctx context.Context, m bank.Message) error {
-			sms.Send(m.Key(), m.Recipient, m.Text)
+			lab.Arrow("worker 1", postgres, fmt.Sprintf("BEGIN; take unsent message %d", m.ID), "")
+			sms.SendAs("worker 1", m.Key(), m.Recipient, m.Text)
 			lab.Say("worker 1 sent message %d (key %s), then its connection died before marking it sent", m.ID, m.Key())
+			lab.Arrow("worker 1", postgres, "crash: its session ends; the message stays unsent", "error")
 			return lab.KillSession(ctx, worker1)
 		})
 		if err == nil {
 			return errors.New("worker 1 should not have been able to mark the message sent")
 		}
 		for {
-			_, err := bank.DeliverOne(ctx, lab.DB, func(ctx context.Context, m bank.Message) error {
-				if sms.Send(m.Key(), m.Recipient, m.Text) {
+			m, err := bank.DeliverOne(ctx, lab.DB, func(ctx context.Context, m bank.Message) error {
+				lab.Arrow("worker 2", postgres, fmt.Sprintf("BEGIN; take unsent message %d", m.ID), "")
+				if sms.SendAs("worker 2", m.Key(), m.Recipient, m.Text) {
 					lab.Say("worker 2 sent message %d: delivered", m.ID)
 				} else {
 					lab.Say("worker 2 sent message %d again: the provider already had key %s, no second SMS", m.ID, m.Key())
@@ -75,10 +80,12 @@ var Outbox = &lab.Scenario{
 				return nil
 			})
 			if errors.Is(err, bank.ErrOutboxEmpty) {
+				lab.Arrow("worker 2", postgres, "take the next unsent message: none", "")
 				lab.Say("worker 2: the outbox is empty")
 				break
 			}
 			lab.Must(err)
+			lab.Arrow("worker 2", postgres, fmt.Sprintf("mark message %d sent; COMMIT", m.ID), "")
 		}
 		lab.Say("SMS delivered for the ₦5,000 transfer: %d", sms.Count("Ada: You sent ₦5,000 to Bola"))
 		var standing string
@@ -95,6 +102,7 @@ var Outbox = &lab.Scenario{
 func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms *lab.SMSProvider) int64 {
 	tx, err := app.Begin(ctx)
 	lab.Must(err)
+	lab.Arrow("server", postgres, "BEGIN; transfer ₦10,000 1→2", "")
 	r := receipt(lab)(bank.Transfer(ctx, tx, 1, bank.Request{From: 1, To: 2, AmountKobo: 1_000_000}))
 	sms.Send("", "Ada", fmt.Sprintf("You sent %s to Bola", bank.Naira(r.AmountKobo)))
 	lab.Say("SMS sent: \"You sent ₦10,000 to Bola\" (before COMMIT)")
@@ -102,6 +110,7 @@ func sendInsideTransaction(ctx context.Context, lab *lab.Lab, app *pgx.Conn, sms
 	if tx.Commit(ctx) == nil {
 		lab.Must(errors.New("the commit should have failed"))
 	}
+	lab.Arrow("server", postgres, "COMMIT: the connection was lost; rolled back", "error")
 	lab.Say("COMMIT failed: the connection to the database was lost; the transfer rolled back")
 	lab.Say("SMS delivered for a transfer that never happened: %d", sms.Count("Ada: You sent ₦10,000 to Bola"))
 	return r.TransferID

@@ -66,17 +66,18 @@ var Race = &lab.Scenario{
 		lab.Arrow(postgres, "transfer B", "refused: "+pgErr.Code+", the CHECK on the balance: ROLLBACK", "refused")
 		lab.Say("transfer B debits ₦10,000 too, which would leave %s: %s", bank.Naira(balanceOf(ctx, lab, 2)-1_000_000), pgErr.Message)
 		lab.Say("  (SQLSTATE %s: the CHECK constraint is the last line of defence)", pgErr.Code)
+		lab.Say("the harm: the code let both transfers through its own check, and only the CHECK constraint stopped the overdraft; without it Bola would now have %s. And transfer B ends in a database error, not a clean 422 insufficient_funds (behind an API, a 500).", bank.Naira(balanceOf(ctx, lab, 2)-1_000_000))
 
 		lab.Part("safe: lock the row, check and debit as one")
 		topUp()
-		lab.Say("Ada tops Bola up with ₦10,000 again: Bola has %s; the same two transfers run", bolaHas(ctx, lab))
+		lab.Say("Ada tops Bola up with ₦10,000 again: Bola has %s; the same two transfers run.", bolaHas(ctx, lab))
 		txA, txB = begin(ctx, lab, a), begin(ctx, lab, b)
 		bolaPaysAda := []byte(`{"from": 2, "to": 1, "amountKobo": 1000000}`)
 		lab.Arrow("transfer A", postgres, "BEGIN; lock Bola's row (FOR UPDATE); debit if ₦10,000 is there", "")
 		first, err := api.Transfer(ctx, txA, 2, bolaPaysAda)
 		lab.Must(err)
 		lab.Arrow(postgres, "transfer A", "debited: "+transferLabel(first.Body)+", not committed", "")
-		lab.Say("transfer A locks Bola's row and debits: %d %s, not yet committed", first.Status, transferLabel(first.Body))
+		lab.Say("transfer A locks Bola's row and debits, inside its transaction: %s, not yet committed", transferLabel(first.Body))
 		type result struct {
 			resp idem.Response
 			err  error

@@ -32,7 +32,7 @@ var Rails = &lab.Scenario{
 		paid := func(prefix string) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) { return rail.Payments(prefix), nil }
 		}
-		lab.Say("Ada pays money out to accounts at other banks: the bank debits her, records the payout, and sends the money through a payment rail, the network that moves money between banks. The rail names each payment by a reference and pays a reference once")
+		lab.Say("Ada pays money out to accounts at other banks: the bank debits her, records the payout, and sends the money through a payment rail, the network that moves money between banks. The rail names each payment by a reference and pays a reference once.")
 
 		lab.Part("broken: a new reference per retry, for Ada's ₦10,000 payout")
 		lab.Effect("Ada's ₦10,000 payout, paid by the rail", 1, paid("naive-")).ShownBroken()

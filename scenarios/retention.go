@@ -30,7 +30,7 @@ var Retention = &lab.Scenario{
 	Explain: map[string]string{
 		"broken: keys kept 24 hours, a retry 25 hours late": "24 hours is the usual choice. Ada's answer is lost and her phone goes offline for a day; meanwhile the nightly clean-up runs.",
 		"safe: keys kept 48 hours, the same late retry":     "The same story for Bola, with the clean-up keeping keys 48 hours: longer than his phone stays offline.",
-		"safe: keys kept 30 days, a phone off for ten days": "Some phones stay off for days: the clean-up keeps keys 30 days, the longest the outline suggests.",
+		"safe: keys kept 30 days, a phone off for ten days": "Some phones stay off for days: the clean-up keeps keys 30 days, the top of the range public payment APIs use (24 hours to 30 days).",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
@@ -70,21 +70,21 @@ var Retention = &lab.Scenario{
 			}
 			lab.Say("%s the clean-up, keeping keys %s: deleted %s; kept %s", at(), window, list(deleted), list(kept))
 		}
-		ada := api.Call{UserID: 1, Key: "ada-offline-0000000001", Body: []byte(adaPaysBola)}
-		bola := api.Call{UserID: 2, Key: "bola-offline-000000001", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
-		bola2 := api.Call{UserID: 2, Key: "bola-offline-000000002", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 50000}`)}
-		lab.Say("the bank keeps each idempotency key, with its stored answer, for a while; then a clean-up job deletes it. It may delete a completed key, or one in progress whose lock has expired, never one whose lock is still valid. A retry that comes after its key was deleted looks like a new request")
+		ada := api.Call{UserID: 1, Key: "ada-offline-tap-1", Body: []byte(adaPaysBola)}
+		bola := api.Call{UserID: 2, Key: "bola-offline-tap-1", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
+		bola2 := api.Call{UserID: 2, Key: "bola-offline-tap-2", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 50000}`)}
+		lab.Say("the bank keeps each idempotency key (the id an app sends with every retry of a tap), with its stored answer, for a while; then a clean-up job deletes it. It may delete a completed key, or one in progress whose lock has expired, never one whose lock is still valid. A retry that comes after its key was deleted looks like a new request.")
 
 		lab.Part("broken: keys kept 24 hours, a retry 25 hours late")
 		lab.Clock.At(0)
 		lost("Ada's tap, ₦10,000 to Bola", ada)
 		now := lab.Clock.At(25 * time.Hour)
 		lab.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
-			VALUES (3, 'chidi-slow-000000000001', 'h', 'in_progress', 'taken-over', $1, $2)`, now.Add(20*time.Second), now.Add(-30*time.Hour))
-		lab.Say("%s Chidi's key: his request has been in progress since %s; a retry took its lock over 10 s ago, so it is valid 20 s more", at(), now.Add(-30*time.Hour).Format("Jan 2 15:04"))
+			VALUES (3, 'chidi-crashed-tap-1', 'h', 'in_progress', 'taken-over', $1, $2)`, now.Add(20*time.Second), now.Add(-30*time.Hour))
+		lab.Say("%s Chidi's key, as the lab sets it up: made %s by a request whose server crashed, so it stayed in progress; a retry of his, 30 h later, took the expired lock over 10 s ago and is still working, so the lock is valid 20 s more", at(), now.Add(-30*time.Hour).Format("Jan 2 15:04"))
 		cleanUp("24 h", 24*time.Hour)
 		retry("Ada's phone is back and retries", ada)
-		lab.Say("her key was deleted before her retry came, so the bank took the retry for a new request: a second ₦10,000 left her account")
+		lab.Say("her key was deleted before her retry came, so the bank took the retry for a new request: a second ₦10,000 left her account, and the retry made her key afresh, as of %s.", at())
 
 		lab.Part("safe: keys kept 48 hours, the same late retry")
 		lab.Clock.At(49 * time.Hour)
@@ -122,7 +122,7 @@ func keyStates(ctx context.Context, lab *lab.Lab, now time.Time) map[string]stri
 		default:
 			state = "in progress, lock expired"
 		}
-		states[key] = state + ", " + age(now.Sub(created)) + " old"
+		states[key] = state + ", made " + created.Format("Jan 2 15:04") + ", " + age(now.Sub(created)) + " old"
 	}
 	lab.Must(rows.Err())
 	return states

@@ -20,7 +20,7 @@ var RetrySafe = &lab.Scenario{
 	Section:  "The lost response, again",
 	Prevents: "the second ₦10,000 of bank scenario lost-response",
 	Explain: map[string]string{
-		"retry with one key": "The key is made once per intent, outside the retry loop.\nThe server stores the response with the transfer, in the same transaction, and replays it.",
+		"retry with one key": "Why it holds: the retry carries the first attempt's key, so the server finds it completed and replays the stored answer; nothing runs twice.\nThe key is made once per intent, outside the retry loop: a new key per attempt protects nothing (bank mistake new-key-per-attempt).",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
@@ -28,8 +28,9 @@ var RetrySafe = &lab.Scenario{
 		server.LoseNext(1) // the first answer is lost after the commit
 		intent := api.Call{UserID: 1, Key: lab.NewKey(), Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
 
+		lab.Say("Ada taps Send once: ₦10,000 to Bola. As in bank scenario lost-response, the server makes the transfer and its answer is lost on the way back; but now the app sends an idempotency key, an id it makes once, when Ada taps, and sends with every retry.")
+		lab.Say("the server keeps keys in its key store, a table in PostgreSQL: it stores its answer under the key in the transfer's own transaction, and answers a later request with that key from it (a replay) instead of transferring again.")
 		lab.Step("retry with one key")
-		lab.Say("the same tap and lost answer, now with an idempotency key: an id the app makes once, when Ada taps Send, and sends with every retry. The server stores its answer under the key, in the transfer's own transaction")
 		for attempt := 1; attempt <= 3; attempt++ {
 			resp, err := server.Handle(ctx, intent)
 			if errors.Is(err, errLostResponse) {
@@ -40,6 +41,7 @@ var RetrySafe = &lab.Scenario{
 				return err
 			}
 			lab.Reply(resp, "attempt %d: %d%s %s", attempt, resp.Status, replayedNote(resp.Replayed), nodeObject(resp.Body))
+			lab.Say("%s", nodeObjectNote(resp.Body))
 			break
 		}
 		lab.Balances(ctx, "")

@@ -19,9 +19,9 @@ var Rules = &lab.Scenario{
 	Name:     "rules",
 	Summary:  "the correct transfer against every rule: one succeeds, six are refused",
 	Section:  "The transfer, done properly",
-	Prevents: "transfers the lesson's rules forbid: each refusal is an answer, not a crash",
+	Prevents: "transfers the bank's rules forbid: each refusal is an answer, not a crash",
 	Explain: map[string]string{
-		"seven requests": "Each request runs bank.Transfer in its own transaction.\nRefusals are answers (status and code), not errors: nothing is written before the checks pass.",
+		"seven requests": "Refusals are answers (a status and a code), not errors: every check runs before the first write, so a refused request writes nothing.\nAn account that is not yours gets 404, as one that does not exist would: a stranger learns nothing of which accounts exist.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		requests := []struct {
@@ -42,7 +42,8 @@ var Rules = &lab.Scenario{
 		lab.Intent("too much", 2, 1, 9_000_000, 0)
 
 		lab.Step("seven requests")
-		lab.Say("seven requests, each in its own transaction. Accounts: 1 Ada's, 2 Bola's, 3 Chidi's (frozen); there is no account 99. Amounts are in kobo: 100 kobo = ₦1")
+		lab.Say("seven requests, each in its own transaction. Accounts: 1 Ada's, 2 Bola's, 3 Chidi's (frozen); there is no account 99. Amounts are in kobo: 100 kobo = ₦1.")
+		lab.Say("who sends what: ok, Ada ₦10,000 to Bola; not your account, Bola ₦1 from Ada's account; frozen sender, Chidi ₦1 from his own; frozen recipient, Ada ₦1 to Chidi; no such recipient, Ada ₦1 to account 99; too much, Bola ₦90,000, having ₦5,000; half a kobo, Ada 10.5 kobo to Bola.")
 		for _, r := range requests {
 			var resp idem.Response
 			err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {

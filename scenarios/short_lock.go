@@ -24,24 +24,25 @@ var ShortLock = &lab.Scenario{
 	Section:  "A server that crashes, and one that is only slow",
 	Prevents: "takeovers of healthy requests, with a lock well above the slowest one",
 	Explain: map[string]string{
-		"a 5 s lock, a healthy request that takes 8 s": "The clock is simulated. A claims at 0 s and finishes its transfer at 8 s; the retry comes at 6 s.",
-		"a 30 s lock, the same request and retry":      "The lock outlives the request: the retry is told to wait.",
+		"a 5 s lock: Ada's ₦10,000 tap, a healthy request that takes 8 s": "Server A claims at 0 s and finishes its transfer at 8 s; the retry comes at 6 s, after the lock has expired.",
+		"a 30 s lock: Ada's next tap, ₦5,000, on the same timing":         "A new tap, with a key of its own. The lock outlives the request: the retry is told to wait (409).",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's ₦10,000 tap (5 s lock)", 1, 2, 1_000_000, 1)
 		lab.Intent("Ada's ₦5,000 tap (30 s lock)", 1, 2, 500_000, 1)
-		lab.Say("a claim locks the key for a set time; once the lock expires a retry may take the key over, and the fencing token (a lock id per claim) then refuses the answer of the server that lost it. The clock is simulated")
+		lab.Say("each tap carries an idempotency key, an id the app makes once and sends with every retry of that tap. A server claims the key before it works (a row in PostgreSQL, locked for a set time); once the lock expires, a retry on another server may take the key over, and the fencing token (a lock id per claim) then refuses the answer of the server that lost it. The clock is simulated.")
 		for _, c := range []struct {
 			part string
 			ttl  time.Duration
+			tap  string
 			key  string
 			body string
 		}{
-			{"a 5 s lock, a healthy request that takes 8 s", 5 * time.Second, "short-lock-tap-000001", adaPaysBola},
-			{"a 30 s lock, the same request and retry", 30 * time.Second, "long-lock-tap-0000001", `{"from": 1, "to": 2, "amountKobo": 500000}`},
+			{"a 5 s lock: Ada's ₦10,000 tap, a healthy request that takes 8 s", 5 * time.Second, "₦10,000", "short-lock-tap-000001", adaPaysBola},
+			{"a 30 s lock: Ada's next tap, ₦5,000, on the same timing", 30 * time.Second, "₦5,000", "long-lock-tap-0000001", `{"from": 1, "to": 2, "amountKobo": 500000}`},
 		} {
 			lab.Part(c.part)
-			if err := slowServer(ctx, lab, c.ttl, c.key, []byte(c.body)); err != nil {
+			if err := slowServer(ctx, lab, c.ttl, c.tap, c.key, []byte(c.body)); err != nil {
 				return err
 			}
 		}
@@ -56,7 +57,7 @@ var ShortLock = &lab.Scenario{
 
 // slowServer: server A claims at 0 s and does its work at 8 s; a retry
 // comes at 6 s, another at 9 s.
-func slowServer(ctx context.Context, lab *lab.Lab, ttl time.Duration, key string, body []byte) error {
+func slowServer(ctx context.Context, lab *lab.Lab, ttl time.Duration, tap, key string, body []byte) error {
 	keys := lab.Keys(&idem.Store{LockTTL: ttl})
 	session := lab.Session(ctx)
 	serverA := &api.Transfers{DB: session, Keys: keys}
@@ -66,7 +67,7 @@ func slowServer(ctx context.Context, lab *lab.Lab, ttl time.Duration, key string
 	a := lab.Hold(&serverA.Hooks.AfterClaim, func() (idem.Response, error) {
 		return lab.Server("server A", serverA).Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 	})
-	lab.Say("0 s: server A claims the key (lock %s) and starts its work, which takes 8 s", human(ttl))
+	lab.Say("0 s: Ada's %s to Bola (key %s) reaches server A, which claims the key (lock %s) and starts its work, which takes 8 s; the app's retries go to server B, another copy of the server on the same database", tap, key, human(ttl))
 	r := serverB.Send(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(6 * time.Second)})
 	lab.Reply(r, "6 s: a retry on server B: %d %s%s", r.Status, transferLabel(r.Body), takeover(r))
 	lab.Clock.At(8 * time.Second)

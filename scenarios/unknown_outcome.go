@@ -23,11 +23,11 @@ var UnknownOutcome = &lab.Scenario{
 	Section:  "The response that never arrives",
 	Prevents: "both ways of guessing: a lost transfer (no retry) and a double one (a retry with a new key)",
 	Explain: map[string]string{
-		"three timeouts": "Each case is a ₦1,000-₦3,000 intent of its own; the phone times out in all three.",
-		"three retries":  "The same key each time. The key store decides: run it, or replay what was done.",
+		"three timeouts": "Each case is an intent of its own, of ₦1,000, ₦2,000 and ₦3,000, so that the balances tell them apart. The phone times out in all three.",
+		"three retries":  "Each retry carries its own tap's key. The key store decides: a key it does not hold (never sent, or released after the failure) is claimed and run now; a completed key's stored answer is replayed.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
-		server := lab.Session(ctx, "SET lock_timeout = '10ms'")
+		server := lab.Session(ctx, "SET lock_timeout = '"+serverLockTimeout+"'")
 		var failure error // what went wrong on the server, which the phone never hears
 		transfers := &api.Transfers{DB: server, Keys: lab.Keys(&idem.Store{})}
 		handler := lab.Server("server", answersErrors(transfers, &failure))
@@ -44,8 +44,10 @@ var UnknownOutcome = &lab.Scenario{
 		lab.Intent("case 2's ₦2,000", 1, 2, 200_000, 1)
 		lab.Intent("case 3's ₦3,000", 1, 2, 300_000, 1)
 
+		lab.Say("Ada makes three taps, each with its own idempotency key: an id the app makes once per tap and sends with every retry of it.")
+		lab.Say("the server keeps its keys in a key store, a table in PostgreSQL. It claims a new key before working (a row marked in progress and locked for 30 s, so that no copy runs meanwhile), and stores its answer under the key in the transfer's own transaction; a request with a completed key gets that answer again, replayed, instead of a second transfer. If the work fails unexpectedly, the key is released (its row deleted), so that a retry runs afresh.")
 		lab.Step("three timeouts")
-		lab.Say("three taps, each with its own idempotency key (an id the app makes once per tap and sends with every retry of it), and three timeouts:")
+		lab.Say("the phone times out on all three:")
 		// Case 1: the network loses the request; nothing reaches the server.
 		seen := handler.DropRequest(cases[0].call)
 		lab.Say("%s; the phone sees: %v", cases[0].what, seen)
@@ -62,7 +64,7 @@ var UnknownOutcome = &lab.Scenario{
 		lab.Say("%s; the phone sees: %v", cases[1].what, seen)
 		var timeout string
 		lab.Must(server.QueryRow(ctx, "SHOW lock_timeout").Scan(&timeout))
-		lab.Say("  (on the server: a maintenance job held Ada's account row longer than the server waits for a lock (lock_timeout %s), so PostgreSQL gave up: %q, SQLSTATE %s; the transfer rolled back, the key was released, and the server's 500 was lost on the way)", timeout, pgErr.Message, pgErr.Code)
+		lab.Say("  (on the server: a maintenance job held Ada's account row; the server waits %s for a row lock (its lock_timeout), then gives up: PostgreSQL said %q, SQLSTATE %s. The transfer rolled back, the key was released, and the server's 500 was lost on the way.)", timeout, pgErr.Message, pgErr.Code)
 		// Case 3: the transfer commits; its answer is lost on the way.
 		handler.LoseNext(1)
 		if _, seen = handler.Handle(ctx, cases[2].call); !errors.Is(seen, errLostResponse) {

@@ -33,13 +33,14 @@ var Webhook = &lab.Scenario{
 			return lab.Counting("SELECT count(*) FROM deposits WHERE source = $1", source)
 		}
 
-		lab.Say("a payment provider tells the bank that money arrived for a customer by webhook: an HTTP request it sends to the bank, once per event, each event with its own id. It delivers at least once: the same event again, two copies at once, and sometimes a second event, with another id, for the same payment")
+		lab.Say("a payment provider tells the bank that money arrived for a customer by webhook: an HTTP request it sends to the bank, once per event, each event with its own id. It delivers at least once: the same event again, two copies at once, and sometimes a second event, with another id, for the same payment.")
 		lab.Part("broken: credit every delivery")
 		lab.Effect("payment pay_77 (₦5,000 to Bola) credited", 1, credits("pay_77")).ShownBroken()
 		broken := func(e providerEvent) (string, error) { return creditEveryDelivery(ctx, lab, e) }
 		deliverFourWays(ctx, lab, broken, "evt_1001", "evt_1002", "pay_77", 2, 500_000)
 
 		lab.Part("safe: record the event with the credit")
+		lab.Say("the handler records each event in processed_events, by its id and by its payment and type, in the same transaction as the credit, and answers 200 without crediting an event already recorded.")
 		lab.Effect("payment pay_78 (₦3,000 to Ada) credited", 1, credits("pay_78"))
 		safe := func(e providerEvent) (outcome string, err error) {
 			err = pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) error {

@@ -58,7 +58,13 @@ var (
 	human           = lab.Human
 	willRetry       = lab.WillRetry
 	errLostResponse = lab.ErrLostResponse
+	keyName         = lab.KeyName
 )
+
+// serverLockTimeout is how long a server of the stories waits for a row
+// lock before it gives up and answers 500 (its session's lock_timeout):
+// one value, wherever a story holds a row to make a server fail.
+const serverLockTimeout = "200ms"
 
 // holder is the first name of an account's holder, as a line says it.
 var holder = map[int64]string{1: "Ada", 2: "Bola", 3: "Chidi"}
@@ -125,6 +131,21 @@ func nodeObject(body []byte) string {
 		}
 	}
 	return "{\n" + strings.Join(fields, ",\n") + "\n}"
+}
+
+// nodeObjectNote says, under a body printed by nodeObject, what a reader
+// who has not seen Node's console.log needs: that it is the answer's JSON,
+// why its fields come in that order, and whose balance balanceKobo is.
+func nodeObjectNote(body []byte) string {
+	var r struct {
+		From        int64  `json:"from"`
+		BalanceKobo *int64 `json:"balanceKobo"`
+	}
+	note := "  (the answer's JSON, printed as Node's console.log prints an object, field names bare; to comes before from because jsonb, the type PostgreSQL stored it as, keeps fields in an order of its own"
+	if json.Unmarshal(body, &r) == nil && r.BalanceKobo != nil {
+		note += fmt.Sprintf(". balanceKobo is %s's balance after the transfer, in kobo (100 kobo = ₦1): %s", holder[r.From], bank.Naira(*r.BalanceKobo))
+	}
+	return note + ".)"
 }
 
 // NodeList writes names the way Node prints an array of strings.

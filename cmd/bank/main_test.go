@@ -239,9 +239,10 @@ func TestJSON(t *testing.T) {
 		}
 		types = append(types, last["kind"].(string))
 	}
-	// The step's first line sets the story up (what the key is), before
-	// the first request.
-	if got := strings.Join(types, " "); got != "scenario step line message line message response balances verdict" {
+	// Two lines set the story up (the tap, what a key and the key store
+	// are) before its step; the reply's body is followed by a line that
+	// says how it is printed.
+	if got := strings.Join(types, " "); got != "scenario line line step message line message response line balances verdict" {
 		t.Fatalf("event types %q", got)
 	}
 	// The diagram's messages: the first answer lost after the commit, the

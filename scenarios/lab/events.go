@@ -184,6 +184,25 @@ func (l *Lab) KeysOf(name string, s *idem.Store) *idem.Store {
 	return s
 }
 
+// KeySteps is Keys for a key store of another make (one broken on
+// purpose, say) that reports each step as the correct store's event
+// nearest to it, and, where it takes that step its own way, that way in
+// words (own): drawn from the lane of the server handling the request, in
+// those words, or in the correct store's where own is "".
+func (l *Lab) KeySteps() func(ctx context.Context, e idem.Event, own string) {
+	return func(ctx context.Context, e idem.Event, own string) {
+		who, _ := ctx.Value(actorKey{}).(string)
+		if who == "" {
+			return // not a drawn server: nothing to draw from
+		}
+		text, mark := keyEventText(l, e, "transfer")
+		if own != "" {
+			text = own
+		}
+		l.message(Event{From: who, To: ActorDB, Text: text, Mark: mark})
+	}
+}
+
 func keyEventText(l *Lab, e idem.Event, work string) (string, string) {
 	switch e.Kind {
 	case idem.Claimed:
@@ -314,7 +333,7 @@ func requestText(path string, c api.Call) string {
 	if c.Key == "" {
 		return text + ", no key"
 	}
-	return text + ", key …" + c.Key[max(0, len(c.Key)-6):]
+	return text + ", key " + KeyName(c.Key)
 }
 
 func replyText(r idem.Response) string {

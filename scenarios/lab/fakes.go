@@ -33,27 +33,33 @@ type SMSProvider struct {
 	keys      map[string]bool
 }
 
-// Send delivers text, unless key was seen before.
+// Send delivers text, sent by the server, unless key was seen before.
 func (p *SMSProvider) Send(key, to, text string) (delivered bool) {
+	return p.SendAs(actorServer, key, to, text)
+}
+
+// SendAs is Send for a sender of another name (an outbox worker), drawn
+// in a lane of its own.
+func (p *SMSProvider) SendAs(who, key, to, text string) (delivered bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	req := "send " + to + ": " + text
 	if key != "" {
-		req += ", key …" + key[max(0, len(key)-6):]
+		req += ", key " + KeyName(key)
 	}
-	p.lab.draw(actorServer, actorSMS, req, "")
+	p.lab.draw(who, actorSMS, req, "")
 	if key != "" {
 		if p.keys == nil {
 			p.keys = map[string]bool{}
 		}
 		if p.keys[key] {
-			p.lab.draw(actorSMS, actorServer, "seen this key: not sent again", "replayed")
+			p.lab.draw(actorSMS, who, "seen this key: not sent again", "replayed")
 			return false
 		}
 		p.keys[key] = true
 	}
 	p.delivered = append(p.delivered, to+": "+text)
-	p.lab.draw(actorSMS, actorServer, "delivered", "")
+	p.lab.draw(actorSMS, who, "delivered", "")
 	return true
 }
 

@@ -43,6 +43,9 @@ type Scenario struct {
 	// Blind says, for a check that holds although the lesson's failure
 	// happened, why that check cannot see it.
 	Blind map[Check]string
+	// Here says what a check that holds covers in this story, where that
+	// is not a transfer of money (an exercise on orders or keys).
+	Here map[Check]string
 }
 
 // Check is one invariant the lab verifies after every scenario.

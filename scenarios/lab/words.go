@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -45,3 +46,14 @@ func Human(d time.Duration) string {
 
 // ErrLostResponse is what the phone sees when the server's answer is lost.
 var ErrLostResponse = errors.New("timed out waiting for the response")
+
+// KeyName is an idempotency key as a line or an arrow names it: a key the
+// story chose (double-tap-0000000001) whole, so that two keys never look
+// alike; a random one (a UUID, as an app makes) by its first 8
+// characters, as a commit is named by the start of its hash.
+func KeyName(key string) string {
+	if len(key) == 36 && strings.Count(key, "-") == 4 {
+		return key[:8] + "…"
+	}
+	return key
+}

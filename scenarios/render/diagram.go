@@ -166,18 +166,27 @@ func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 		e := events[i]
 		switch e.Kind {
 		case "step":
-			for i, l := range wrap("» "+e.Text, diagramWidth-clockWidth-2) {
-				if i > 0 {
-					l = "  " + l
-				}
+			for _, l := range fold("» "+e.Text, diagramWidth-clockWidth, "  ") {
 				fmt.Fprintln(w, p.title.Sprint(strings.Repeat(" ", clockWidth)+l))
 			}
 		case "line", "response":
-			for _, l := range wrap(e.Text, diagramWidth-clockWidth-2) {
-				fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+"  "+l))
+			// As the transcript folds them: spacing kept (a table keeps
+			// its columns), a continuation indented under its line; a
+			// line the lesson itself prints is kept whole, as there.
+			if e.Verbatim {
+				for _, l := range strings.Split(e.Text, "\n") {
+					fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+"  "+l))
+				}
+				continue
+			}
+			for _, para := range strings.Split(e.Text, "\n") {
+				indent := para[:len(para)-len(strings.TrimLeft(para, " "))]
+				for _, l := range fold(para, diagramWidth-clockWidth-2, indent+"  ") {
+					fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+"  "+l))
+				}
 			}
 		case "balances":
-			for _, l := range wrap("═ "+e.Text, diagramWidth-clockWidth) {
+			for _, l := range fold("═ "+e.Text, diagramWidth-clockWidth, "  ") {
 				fmt.Fprintln(w, strings.Repeat(" ", clockWidth)+l)
 			}
 		case "message":
@@ -190,8 +199,10 @@ func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 			if showClock && e.Clock != lastClock {
 				clock, lastClock = e.Clock, e.Clock
 			}
-			label, arrow := drawArrow(e, n, x[e.From], x[e.To], bars, diagramWidth)
-			fmt.Fprintln(w, label.String())
+			labels, arrow := drawArrow(e, n, x[e.From], x[e.To], bars, diagramWidth)
+			for _, label := range labels {
+				fmt.Fprintln(w, label.String())
+			}
 			line := arrow.String()
 			if clock != "" {
 				line = fmt.Sprintf("%*s", clockWidth-1, clock) + line[clockWidth-1:]
@@ -234,9 +245,15 @@ func sameArrow(a, b lab.Event) bool {
 	return a.Kind == "message" && a.From == b.From && a.To == b.To && a.Text == b.Text && a.Mark == b.Mark && a.Clock == b.Clock
 }
 
-// drawArrow makes the two rows of one message: its label, then the arrow
-// between the lanes (broken half-way when the answer was lost).
-func drawArrow(e lab.Event, n, from, to int, bars func() canvas, diagramWidth int) (canvas, canvas) {
+// maxLabelRows is how many rows a long label may take, folded beside its
+// arrow, before it is moved left instead (over the lanes to its left).
+const maxLabelRows = 3
+
+// drawArrow makes the rows of one message: its label (folded over a few
+// rows when it is too long for the room right of its arrow's start, so
+// that it never covers the lane it leaves from), then the arrow between
+// the lanes (broken half-way when the answer was lost).
+func drawArrow(e lab.Event, n, from, to int, bars func() canvas, diagramWidth int) ([]canvas, canvas) {
 	text := e.Text
 	if tag := markTag[e.Mark]; tag != "" {
 		text = tag + " " + text
@@ -244,13 +261,22 @@ func drawArrow(e lab.Event, n, from, to int, bars func() canvas, diagramWidth in
 	if n > 1 {
 		text += fmt.Sprintf(" ×%d", n)
 	}
-	label, arrow := bars(), bars()
+	arrow := bars()
 	left, right := min(from, to), max(from, to)
 	start := left + 2
-	if right-left-3 < len([]rune(text)) && diagramWidth-start < len([]rune(text)) {
-		start = max(clockWidth, diagramWidth-len([]rune(text)))
+	rows := []string{text}
+	if room := diagramWidth - start; len([]rune(text)) > room {
+		rows = fold(text, room, "")
+		if len(rows) > maxLabelRows || slices.ContainsFunc(rows, func(r string) bool { return len([]rune(r)) > room }) {
+			rows = []string{text}
+			start = max(clockWidth, diagramWidth-len([]rune(text)))
+		}
 	}
-	label.put(start, shortText(text, diagramWidth-start))
+	labels := make([]canvas, len(rows))
+	for i, r := range rows {
+		labels[i] = bars()
+		labels[i].put(start, shortText(r, diagramWidth-start))
+	}
 	for c := left + 1; c < right; c++ {
 		arrow[c] = '─'
 	}
@@ -264,14 +290,14 @@ func drawArrow(e lab.Event, n, from, to int, bars func() canvas, diagramWidth in
 			}
 		}
 		arrow[mid] = '✕'
-		return label, arrow
+		return labels, arrow
 	}
 	if to > from {
 		arrow[to-1] = '▶'
 	} else {
 		arrow[to+1] = '◀'
 	}
-	return label, arrow
+	return labels, arrow
 }
 
 func colourArrow(line, mark string, p palette) string {

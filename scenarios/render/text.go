@@ -259,8 +259,17 @@ func fold(s string, width int, cont string) []string {
 }
 
 // unitAfter says whether the space at i sits between a number and its
-// unit ("30 s", "24 h", "3 days"), which a line must not part.
+// unit ("30 s", "24 h", "3 days"), or between a thing and its number
+// ("transfer 1", "attempt 2"), which a line must not part.
 func unitAfter(r []rune, i int) bool {
+	if i+1 < len(r) && r[i+1] >= '0' && r[i+1] <= '9' {
+		before := string(r[:i])
+		for _, w := range []string{"transfer", "attempt", "id", "message", "order", "case", "worker"} {
+			if strings.HasSuffix(before, " "+w) || before == w {
+				return true
+			}
+		}
+	}
 	if i == 0 || r[i-1] < '0' || r[i-1] > '9' {
 		return false
 	}
@@ -269,7 +278,7 @@ func unitAfter(r []rune, i int) bool {
 		word = []rune(string(word)[:j])
 	}
 	switch string(word) {
-	case "s", "h", "days":
+	case "s", "ms", "h", "days":
 		return true
 	}
 	return false
@@ -316,6 +325,9 @@ func (p *textPrinter) verdict(v lab.Verdict) {
 		blind := p.sc.Blind[r.Check]
 		if blind = "(blind to this failure: " + blind + ")"; !r.Holds || p.sc.Blind[r.Check] == "" || !v.ShowsBreak {
 			blind = ""
+		}
+		if here := p.sc.Here[r.Check]; blind == "" && r.Holds && here != "" {
+			blind = "(here: " + here + ")"
 		}
 		one := strings.TrimRight(plain+"  "+strings.Join(append(notes, blind), "  "), " ")
 		switch {

@@ -112,10 +112,26 @@ const (
 	Replay500                           // server errors are stored and replayed as final
 )
 
-// StoredKeys keeps keys in a table, but gets one rule wrong.
+// Observer hears each step a broken store takes on a key, as idem.Store's
+// Observe does (the lab draws them): as the step of the correct store
+// nearest to it (Claimed where it claims, Released where the correct
+// store would release the key), and, where it takes that step its own
+// broken way, that way in words (own; "" for a step the correct store
+// takes alike).
+type Observer func(ctx context.Context, e idem.Event, own string)
+
+func (o Observer) step(ctx context.Context, kind idem.EventKind, until time.Time, own string) {
+	if o != nil {
+		o(ctx, idem.Event{Kind: kind, LockedUntil: until}, own)
+	}
+}
+
+// StoredKeys keeps keys in a table, but gets one rule wrong. It has no
+// claim: a key is written with its answer, in the transfer's transaction.
 type StoredKeys struct {
 	DB      idem.DB
 	Mistake KeyMistake
+	Observe Observer
 }
 
 func (s *StoredKeys) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
@@ -123,11 +139,32 @@ func (s *StoredKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	if s.Mistake == Unscoped {
 		user = 0 // every user shares one key space
 	}
+	hash, err := idem.Fingerprint("POST", "/transfers", c.Body)
+	if err != nil {
+		return idem.Problem(400, "invalid_json", "the body is not valid JSON"), nil
+	}
 	var status int
 	var body []byte
-	err := s.DB.QueryRow(ctx, "SELECT response_status, response_body FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status = 'completed'",
-		user, c.Key).Scan(&status, &body)
+	var prevHash string
+	err = s.DB.QueryRow(ctx, "SELECT response_status, response_body, request_hash FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status = 'completed'",
+		user, c.Key).Scan(&status, &body, &prevHash)
 	if err == nil {
+		switch {
+		case s.Mistake == NoFingerprint:
+			s.Observe.step(ctx, idem.Replayed, time.Time{}, "key completed: replay its answer, the request never compared")
+		case prevHash != hash && s.Mistake == Unscoped:
+			s.Observe.step(ctx, idem.Reused, time.Time{}, "key string found, stored for no user: it holds a different request")
+			return idem.KeyReused(), nil
+		case prevHash != hash:
+			s.Observe.step(ctx, idem.Reused, time.Time{}, "")
+			return idem.KeyReused(), nil
+		case s.Mistake == Unscoped:
+			s.Observe.step(ctx, idem.Replayed, time.Time{}, "key string found, stored for no user: the same request: replay its answer")
+		case status >= 500:
+			s.Observe.step(ctx, idem.Replayed, time.Time{}, "key completed: replay the stored 500")
+		default:
+			s.Observe.step(ctx, idem.Replayed, time.Time{}, "")
+		}
 		return idem.Response{Status: status, Body: body, Replayed: true}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
@@ -141,14 +178,23 @@ func (s *StoredKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, response_status, response_body, created_at)
-			VALUES ($1, $2, '', 'completed', $3, $4::jsonb, $5)`, user, c.Key, resp.Status, string(resp.Body), c.Now)
+			VALUES ($1, $2, $3, 'completed', $4, $5::jsonb, $6)`, user, c.Key, hash, resp.Status, string(resp.Body), c.Now)
 		return err
 	})
-	if err != nil && s.Mistake == Replay500 {
+	switch {
+	case err == nil && s.Mistake == Unscoped:
+		s.Observe.step(ctx, idem.Completed, time.Time{}, "no such key string: transfer + answer stored under it, for no user: COMMIT")
+	case err == nil:
+		s.Observe.step(ctx, idem.Completed, time.Time{}, "no such key: transfer + key and answer stored: COMMIT")
+	case s.Mistake == Replay500:
 		// The outage's answer is stored as if it were final.
+		s.Observe.step(ctx, idem.Released, time.Time{}, "the transfer failed: ROLLBACK")
 		resp = idem.Problem(500, "internal_error", "something went wrong")
 		_, err = s.DB.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, response_status, response_body, created_at)
-			VALUES ($1, $2, '', 'completed', 500, $3::jsonb, $4)`, user, c.Key, string(resp.Body), c.Now)
+			VALUES ($1, $2, $3, 'completed', 500, $4::jsonb, $5)`, user, c.Key, hash, string(resp.Body), c.Now)
+		if err == nil {
+			s.Observe.step(ctx, idem.Released, time.Time{}, "500 stored under the key as its final answer: COMMIT")
+		}
 	}
 	return resp, err
 }
@@ -171,6 +217,7 @@ type LeakyStore struct {
 	// Hooks.BeforeStore runs before the response is stored: inside the
 	// transaction, or, for SecondTransaction, between the two commits.
 	Hooks   api.Hooks
+	Observe Observer
 	holding atomic.Int64
 }
 
@@ -194,6 +241,12 @@ func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return idem.Response{}, err
 	}
+	switch {
+	case claimed && s.Mistake == NoExpiry:
+		s.Observe.step(ctx, idem.Claimed, until, "claim the key (locked, with no expiry)")
+	case claimed:
+		s.Observe.step(ctx, idem.Claimed, until, "")
+	}
 	if !claimed {
 		var status, prevHash string
 		var code *int
@@ -203,9 +256,15 @@ func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			return idem.Response{}, err
 		}
 		if prevHash != hash {
+			s.Observe.step(ctx, idem.Reused, time.Time{}, "")
 			return idem.KeyReused(), nil
 		}
 		if status == "completed" {
+			if *code >= 500 {
+				s.Observe.step(ctx, idem.Replayed, time.Time{}, "key completed: replay the stored 500")
+			} else {
+				s.Observe.step(ctx, idem.Replayed, time.Time{}, "")
+			}
 			return idem.Response{Status: *code, Body: body, Replayed: true}, nil
 		}
 		takeover := "locked_until < $4"
@@ -218,8 +277,14 @@ func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			return idem.Response{}, err
 		}
 		if tag.RowsAffected() == 0 {
+			if s.Mistake == NoExpiry {
+				s.Observe.step(ctx, idem.Locked, time.Time{}, "key in progress, its lock never expires")
+			} else {
+				s.Observe.step(ctx, idem.Locked, time.Time{}, "")
+			}
 			return idem.InProgress(), nil
 		}
+		s.Observe.step(ctx, idem.TookOver, until, "")
 	}
 	complete := `UPDATE idempotency_keys SET status = 'completed', response_status = $4, response_body = $5::jsonb
 		WHERE user_id = $1 AND key = $2 AND lock_id = $3`
@@ -228,6 +293,7 @@ func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 		WHERE user_id = $1 AND key = $2 AND $3::text IS NOT NULL` // whoever finishes, wins
 	}
 	var resp idem.Response
+	tookOver := !claimed
 	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
 		s.holding.Add(1)
 		defer s.holding.Add(-1)
@@ -251,6 +317,20 @@ func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 		}
 		return err
 	})
+	switch {
+	case s.Mistake == SecondTransaction && err == nil:
+		s.Observe.step(ctx, idem.Completed, time.Time{}, "transfer: COMMIT, with no answer stored")
+	case errors.Is(err, idem.ErrLockLost):
+		s.Observe.step(ctx, idem.Fenced, time.Time{}, "")
+	case err != nil && s.Mistake == StoreFailures:
+		s.Observe.step(ctx, idem.Released, time.Time{}, "the transfer failed: ROLLBACK")
+	case err != nil:
+		// A crash, say: a dead server tells nothing.
+	case s.Mistake == NoFencing:
+		s.Observe.step(ctx, idem.Completed, time.Time{}, "transfer + answer stored, lock id not checked: COMMIT")
+	default:
+		s.Observe.step(ctx, idem.Completed, time.Time{}, "")
+	}
 	if err != nil && s.Mistake == StoreFailures {
 		// The failure says nothing about the request, yet it is stored as
 		// the request's answer: every retry of this key now gets it back.
@@ -258,8 +338,10 @@ func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 		if _, serr := s.DB.Exec(ctx, complete, c.UserID, c.Key, lock, resp.Status, string(resp.Body)); serr != nil {
 			return idem.Response{}, errors.Join(err, serr)
 		}
+		s.Observe.step(ctx, idem.Released, time.Time{}, "500 stored under the key as its final answer: COMMIT")
 		return resp, nil
 	}
+	resp.TookOver = tookOver
 	if err != nil || s.Mistake != SecondTransaction {
 		return resp, err
 	}
@@ -267,6 +349,9 @@ func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, err
 		s.Hooks.BeforeStore(ctx)
 	}
 	_, err = s.DB.Exec(ctx, complete, c.UserID, c.Key, lock, resp.Status, string(resp.Body))
+	if err == nil {
+		s.Observe.step(ctx, idem.Completed, time.Time{}, "answer stored, in a second transaction: COMMIT")
+	}
 	return resp, err
 }
 
