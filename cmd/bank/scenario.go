@@ -197,7 +197,7 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	var kept *pgserver.Database
 	show.Kept = func(d *pgserver.Database) { kept = d }
 
-	list := scenarios.All
+	list := scenarios.Lessons
 	if name != "all" {
 		sc, _ := scenarios.Lookup(name)
 		list = []*lab.Scenario{sc}
@@ -252,6 +252,12 @@ func (a *app) summary(verdicts []lab.Verdict, asJSON bool) {
 		sc, _ := scenarios.Lookup(v.Scenario)
 		row(w, 0, fmt.Sprintf("%-*s %-18s ", nameWidth(), v.Scenario, verdictWord(v)), sc.Summary)
 	}
+	solved := make([]string, len(scenarios.Solutions))
+	for i, s := range scenarios.Solutions {
+		solved[i] = s.Name
+	}
+	fmt.Fprintln(w)
+	row(w, 0, "", fmt.Sprintf("Not run here: the lesson's exercises solved (%s), which would give their answers away. Try them first: bank exercise list. Then bank scenario NAME plays the lab's solution.", strings.Join(solved, ", ")))
 }
 
 func verdictWord(v lab.Verdict) string {
