@@ -37,6 +37,17 @@ type app struct {
 	color       string
 	noColor     bool
 	verbose     bool
+
+	input *term.Lines // io.In a line at a time, for every prompt: lines()
+}
+
+// lines is the input as the prompts read it: one reader for them all, so
+// that none takes another's line, and each stops waiting at Ctrl-C.
+func (a *app) lines() *term.Lines {
+	if a.input == nil {
+		a.input = term.NewLines(a.io.In)
+	}
+	return a.input
 }
 
 func run(ctx context.Context, args []string, io stdio, getenv func(string) string) int {
