@@ -227,6 +227,9 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 		url = a.getenv("DATABASE_URL")
 	}
 	if url != "" {
+		if err := pgserver.Probe(ctx, url); err != nil {
+			return nil, err
+		}
 		c, err := pgserver.Open(ctx, url, tmpl)
 		if err != nil {
 			return nil, err
