@@ -91,7 +91,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"mistak", "all"}, `unknown command "mistak" (did you mean mistake?)`},
 		{[]string{"scenario", "naive", "--color=sometimes"}, "--color must be auto, always or never"},
 		{[]string{"scenario", "all", "--keep"}, "--keep works with one scenario"},
-		{[]string{"--pg-port", "x", "scenario", "naive"}, "invalid argument"},
+		{[]string{"--pg-port", "x", "scenario", "naive"}, `--pg-port takes a whole number, not "x"`},
+		// A bad number in the lab's words, not Go's strconv's.
+		{[]string{"quiz", "--seed", "-1"}, `--seed takes a whole number, 0 or more, not "-1" (see bank quiz --help)`},
+		{[]string{"quiz", "--seed", "99999999999999999999"}, "--seed takes a whole number, 0 or more; 99999999999999999999 is out of range"},
+		{[]string{"grade", "--lock-ttl", "5x", "--", "x"}, `--lock-ttl takes a duration such as 500ms, 2s or 1m, not "5x"`},
 		{[]string{"bench", "--rounds", "0"}, "--rounds must be at least 1"},
 		{[]string{"bench", "--duration", "300ms", "--rounds", "5"}, "use --duration 500ms or more, or fewer --rounds"},
 		{[]string{"bench", "--clients", "0"}, "--clients must be at least 1"},
@@ -100,7 +104,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--addr", "[::]:0"}, "say --expose-with-public-tokens"},
 	} {
 		r := cli(t, nil, c.args...)
-		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) {
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "strconv") {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
 		oneLine(t, r)
