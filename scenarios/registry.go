@@ -1,11 +1,19 @@
 package scenarios
 
-import "github.com/zudojs/bank/scenarios/lab"
+import (
+	"slices"
 
-// All is every scenario, in the lesson's order. Adding one: write its file,
-// list it here once, run `go test ./scenarios -update`, read the new golden
-// file as a learner would, and commit both.
-var All = []*lab.Scenario{
+	"github.com/zudojs/bank/scenarios/lab"
+)
+
+// All is every scenario, in the lesson's order: the lessons, then the
+// exercises' solutions. Adding one: write its file, list it here once, run
+// `go test ./scenarios -update`, read the new golden file as a learner
+// would, and commit both.
+var All = slices.Concat(Lessons, Solutions)
+
+// Lessons are the stories `bank scenario all` (and make demo) runs.
+var Lessons = []*lab.Scenario{
 	Naive,
 	Atomic,
 	Rules,
@@ -27,7 +35,13 @@ var All = []*lab.Scenario{
 	Consumer,
 	LedgerKey,
 	Retention,
-	// The lesson's exercises.
+}
+
+// Solutions play the lesson's three exercises solved. They run by name
+// only: in `bank scenario all` they would give each exercise's answer
+// away (should-retry's table of true and false, the clean-up's WHERE in
+// words) before the learner has tried it with bank exercise.
+var Solutions = []*lab.Scenario{
 	Ship,
 	Cleanup,
 	ShouldRetry,

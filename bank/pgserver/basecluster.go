@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/zudojs/bank/bank/procs"
 )
@@ -45,7 +46,12 @@ func ensureBase(ctx context.Context, home string, bin Binaries, account *runAs, 
 		say("the lab's PostgreSQL cluster in " + home + " is damaged (an interrupted first run, or a power cut): making it again")
 		os.Remove(idFile) // every slot's copy is then stale, and is copied afresh
 	}
-	say(fmt.Sprintf("preparing a PostgreSQL %d cluster for the lab (first run only, a few seconds)", bin.Major))
+	// Measured (bank help speed): 1 s on an idle 2-core machine, 6-12 s
+	// as an unprivileged user at a load of 22 on it, 33-62 s on a busier
+	// one. What is said is the range; a line every few seconds says it
+	// has not stopped.
+	say(fmt.Sprintf("preparing a PostgreSQL %d cluster for the lab (first run only: about a second on an idle machine, up to a minute on a busy one)", bin.Major))
+	defer still(say, "still preparing the cluster (initdb)")()
 	building := base + ".building"
 	if err := os.RemoveAll(building); err != nil {
 		return "", envErr("base cluster: %w", err)
@@ -133,4 +139,27 @@ func syncTree(dir string) error {
 		}
 		return err
 	})
+}
+
+// stillEvery is how often a long step says it is still going.
+const stillEvery = 5 * time.Second
+
+// still says what (with the time so far) every stillEvery until the
+// returned stop is called, so that a slow step is never silent for long.
+func still(say func(string), what string) (stop func()) {
+	start := time.Now()
+	t := time.NewTicker(stillEvery)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-t.C:
+				say(fmt.Sprintf("%s: %d s so far", what, int(time.Since(start).Seconds()+0.5)))
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done); <-exited }
 }

@@ -36,8 +36,9 @@ program (any language; it finds the database in $DATABASE_URL) or your SQL
 statement (--sql FILE, with the exercise's parameters bound as $1, $2), and
 check what it printed and what it left in the database.
 
-bank exercise NAME alone shows what will be checked: the rows prepared, the lines
-the lesson's solution prints, and the rules your lines are read by.
+bank exercise NAME alone shows what will be checked: the tables and rows
+prepared, the lines the lesson's solution prints (for should-retry, whose
+lines are the answers, only their form), and the rules your lines are read by.
 
 --hint shows the next hint (one each time); --solution shows the lab's own
 solution, runs it and checks it as yours would be checked.
@@ -174,20 +175,24 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 	return exitcode.Silent{Code: exitcode.No}
 }
 
+// printFindings prints a check a line, folded at 80 columns under the
+// check's words.
 func printFindings(w io.Writer, attempt practice.Attempt, color bool) {
 	for _, f := range attempt.Findings {
 		mark := "ok     "
 		if !f.Passed {
 			mark = "NOT YET"
-			if color {
-				mark = "\x1b[31m" + mark + "\x1b[0m"
-			}
 		}
 		line := "  " + mark + "  " + f.What
 		if f.Detail != "" {
 			line += ": " + f.Detail
 		}
-		fmt.Fprintln(w, line)
+		for i, l := range render.Fold(line, practice.Width, strings.Repeat(" ", 4+len(mark))) {
+			if i == 0 && !f.Passed && color {
+				l = strings.Replace(l, mark, "\x1b[31m"+mark+"\x1b[0m", 1)
+			}
+			fmt.Fprintln(w, l)
+		}
 	}
 }
 
@@ -213,7 +218,7 @@ func (a *app) showSolution(ctx context.Context, ex *practice.Exercise) error {
 		return err
 	}
 	w := a.io.Out
-	fmt.Fprintf(w, "the lab's solution to %s:\n%s\n\n", ex.Name, indent(ex.Solution))
+	fmt.Fprintf(w, "the lab's solution to %s:\n%s\n\n", ex.Name, practice.Fold(ex.Solution, "  "))
 	fmt.Fprintf(w, "run by the lab on the database a program gets, it printed:\n%s\n\nchecked as yours is:\n", indent(strings.TrimRight(printed, "\n")))
 	printFindings(w, attempt, color)
 	if !attempt.Passed() {
@@ -248,7 +253,7 @@ func (a *app) nextHint(ex *practice.Exercise) error {
 		next = len(ex.Hints)
 		fmt.Fprintf(w, "you have seen all %d hints; the last again:\n", len(ex.Hints))
 	}
-	fmt.Fprintf(w, "hint %d of %d:\n%s\n", next, len(ex.Hints), indent(ex.Hints[next-1]))
+	fmt.Fprintf(w, "hint %d of %d:\n%s\n", next, len(ex.Hints), practice.Fold(ex.Hints[next-1], "  "))
 	if next == len(ex.Hints) {
 		fmt.Fprintf(w, "that was the last hint; the lab's own solution: bank exercise %s --solution\n", ex.Name)
 	} else {
@@ -267,9 +272,9 @@ func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 // showTask says what the exercise checks and how to have it checked.
 func (a *app) showTask(ex *practice.Exercise) {
 	fmt.Fprintln(a.io.Out, ex.Prompt(practice.ProgramMode, practice.SQLMode))
-	fmt.Fprintf(a.io.Out, "check yours with:\n  bank exercise %s -- CMD [ARGS…]   (your program; DATABASE_URL is in its environment)\n", ex.Name)
+	fmt.Fprintf(a.io.Out, "check yours with:\n  bank exercise %s -- CMD [ARGS…]\n      your program; DATABASE_URL is in its environment\n", ex.Name)
 	if ex.IsSQL() {
-		fmt.Fprintf(a.io.Out, "  bank exercise %s --sql FILE       (your statement, with $1 and $2 bound)\n", ex.Name)
+		fmt.Fprintf(a.io.Out, "  bank exercise %s --sql FILE\n      your statement, with $1 and $2 bound\n", ex.Name)
 	}
 	fmt.Fprintf(a.io.Out, "stuck? bank exercise %s --hint\n", ex.Name)
 }

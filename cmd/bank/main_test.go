@@ -91,7 +91,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"mistak", "all"}, `unknown command "mistak" (did you mean mistake?)`},
 		{[]string{"scenario", "naive", "--color=sometimes"}, "--color must be auto, always or never"},
 		{[]string{"scenario", "all", "--keep"}, "--keep works with one scenario"},
-		{[]string{"--pg-port", "x", "scenario", "naive"}, "invalid argument"},
+		{[]string{"--pg-port", "x", "scenario", "naive"}, `--pg-port takes a whole number, not "x"`},
+		// A bad number in the lab's words, not Go's strconv's.
+		{[]string{"quiz", "--seed", "-1"}, `--seed takes a whole number, 0 or more, not "-1" (see bank quiz --help)`},
+		{[]string{"quiz", "--seed", "99999999999999999999"}, "--seed takes a whole number, 0 or more; 99999999999999999999 is out of range"},
+		{[]string{"grade", "--lock-ttl", "5x", "--", "x"}, `--lock-ttl takes a duration such as 500ms, 2s or 1m, not "5x"`},
 		{[]string{"bench", "--rounds", "0"}, "--rounds must be at least 1"},
 		{[]string{"bench", "--duration", "300ms", "--rounds", "5"}, "use --duration 500ms or more, or fewer --rounds"},
 		{[]string{"bench", "--clients", "0"}, "--clients must be at least 1"},
@@ -100,7 +104,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--addr", "[::]:0"}, "say --expose-with-public-tokens"},
 	} {
 		r := cli(t, nil, c.args...)
-		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) {
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "strconv") {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
 		oneLine(t, r)
@@ -280,7 +284,7 @@ func TestJSONRunsEndWithOneSummary(t *testing.T) {
 		field string
 		names []string
 	}{
-		{[]string{"scenario", "all", "--json"}, "scenarios", scenarios.Names()},
+		{[]string{"scenario", "all", "--json"}, "scenarios", lessonNames()},
 		{[]string{"mistake", "all", "--json"}, "mistakes", scenarios.MistakeNames()},
 	} {
 		// As a process of its own: memory-keys starts bank serve.
@@ -323,14 +327,23 @@ func TestJSONRunsEndWithOneSummary(t *testing.T) {
 	}
 }
 
+// lessonNames are the scenarios bank scenario all runs.
+func lessonNames() []string {
+	var names []string
+	for _, sc := range scenarios.Lessons {
+		names = append(names, sc.Name)
+	}
+	return names
+}
+
 func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 	t.Parallel()
 	r := cli(t, nil, "scenario", "all")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	table := r.stdout[strings.LastIndex(r.stdout, "\nscenario "):]
-	for _, sc := range scenarios.All {
+	table := r.stdout[strings.LastIndex(r.stdout, fmt.Sprintf("\n%-*s %-18s ", nameWidth(), "scenario", "verdict")):]
+	for _, sc := range scenarios.Lessons {
 		want := "fix held"
 		if len(sc.ShowsBroken) > 0 || sc.Fix != "" {
 			want = "failure reproduced"
@@ -338,6 +351,16 @@ func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 		if !strings.Contains(table, fmt.Sprintf("\n%-*s %-18s ", nameWidth(), sc.Name, want)) {
 			t.Errorf("%s: no %q row in the table:\n%s", sc.Name, want, table)
 		}
+	}
+	// The exercises' solutions are not run (should-retry's would print
+	// the exercise's answers): the table's end says where they are.
+	for _, sc := range scenarios.Solutions {
+		if strings.Contains(r.stdout, "== "+sc.Name+":") || strings.Contains(table, "\n"+sc.Name+" ") {
+			t.Errorf("scenario all ran %s, an exercise's solution", sc.Name)
+		}
+	}
+	if !strings.Contains(table, "Try them first: bank exercise list") {
+		t.Errorf("the table does not say where the exercises are:\n%s", table)
 	}
 }
 

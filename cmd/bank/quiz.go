@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/rand"
 	cryptobin "encoding/binary"
 	"strconv"
@@ -63,7 +62,7 @@ PostgreSQL could not be started or reached. More: bank help quiz.`,
 				return err
 			}
 			defer db.close()
-			res, err := quiz.Sit(cmd.Context(), db.clones, a.io.Out, bufio.NewReader(a.io.In), f.seed, draw, given, f.json)
+			res, err := quiz.Sit(cmd.Context(), db.clones, a.io.Out, a.lines(), f.seed, draw, given, f.json)
 			if err == nil && res.Verdict != "pass" {
 				err = exitcode.Silent{Code: exitcode.No}
 			}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/pgserver"
@@ -37,6 +39,17 @@ type app struct {
 	color       string
 	noColor     bool
 	verbose     bool
+
+	input *term.Lines // io.In a line at a time, for every prompt: lines()
+}
+
+// lines is the input as the prompts read it: one reader for them all, so
+// that none takes another's line, and each stops waiting at Ctrl-C.
+func (a *app) lines() *term.Lines {
+	if a.input == nil {
+		a.input = term.NewLines(a.io.In)
+	}
+	return a.input
 }
 
 func run(ctx context.Context, args []string, io stdio, getenv func(string) string) int {
@@ -104,6 +117,10 @@ The manual is in bank help TOPIC; the topics are listed at the end.`,
 	// "bank version 0.1.0"); a template, so its braces are escaped.
 	root.SetVersionTemplate(strings.NewReplacer("{{", "{{`{{`}}").Replace(versionText()))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		var bad *pflag.InvalidValueError
+		if errors.As(err, &bad) {
+			return exitcode.Usagef("%s (see %s --help)", badValue(bad), cmd.CommandPath())
+		}
 		return exitcode.Usagef("%v%s (see %s --help)", err, names.FlagSuggestion(cmd, err), cmd.CommandPath())
 	})
 	root.SetHelpCommand(helpCommand(root))
@@ -118,6 +135,25 @@ The manual is in bank help TOPIC; the topics are listed at the end.`,
 	root.AddCommand(a.scenarioCommand(), a.mistakeCommand(), a.exerciseCommand(), a.quizCommand(), a.serveCommand(), a.gradeCommand(), a.labCommand(), a.sendCommand(), a.statusCommand(), a.keysCommand(), a.benchCommand(), a.tortureCommand(), a.versionCommand())
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
+}
+
+// badValue says, in the lab's words, what a flag takes and why the value
+// given is not that (pflag's own words quote Go's strconv: "strconv.ParseUint:
+// parsing "-1": invalid syntax").
+func badValue(bad *pflag.InvalidValueError) string {
+	f := bad.GetFlag()
+	takes := map[string]string{
+		"int": "a whole number", "int64": "a whole number", "int32": "a whole number",
+		"uint": "a whole number, 0 or more", "uint64": "a whole number, 0 or more", "uint32": "a whole number, 0 or more",
+		"float64": "a number", "duration": "a duration such as 500ms, 2s or 1m", "bool": "true or false",
+	}[f.Value.Type()]
+	if takes == "" {
+		return fmt.Sprintf("--%s %q: %v", f.Name, bad.GetValue(), errors.Unwrap(bad))
+	}
+	if errors.Is(bad, strconv.ErrRange) {
+		return fmt.Sprintf("--%s takes %s; %s is out of range", f.Name, takes, bad.GetValue())
+	}
+	return fmt.Sprintf("--%s takes %s, not %q", f.Name, takes, bad.GetValue())
 }
 
 func commandNames(cmd *cobra.Command) []string {
@@ -216,6 +252,9 @@ func (a *app) openDatabaseFor(ctx context.Context, tmpl pgserver.Template, tcp b
 		url = a.getenv("DATABASE_URL")
 	}
 	if url != "" {
+		if err := pgserver.Probe(ctx, url); err != nil {
+			return nil, err
+		}
 		c, err := pgserver.Open(ctx, url, tmpl)
 		if err != nil {
 			return nil, err

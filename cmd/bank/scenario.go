@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -121,7 +120,7 @@ func (a *app) showOptions(ctx context.Context, f scenarioFlags, ro render.Option
 	}
 	switch {
 	case f.step && !f.json && term.IsTerminal(a.io.In) && term.IsTerminal(a.io.Out):
-		ro.Pause = term.EnterPrompt(ctx, a.io.In, a.io.Out, "  [Enter] next step: %s ")
+		ro.Pause = term.EnterPrompt(ctx, a.lines(), a.io.Out, "  [Enter] next step: %s ")
 	case f.step:
 		// Said once, on stderr: the transcript itself stays as it is.
 		fmt.Fprintln(a.io.Err, "bank: --step waits for Enter only on a terminal; running straight through")
@@ -187,7 +186,10 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	}
 	var ro render.Options
 	if f.predict {
-		ro.Predictions = a.predictions(name)
+		var err error
+		if ro.Predictions, err = a.predictions(ctx, name); err != nil {
+			return err
+		}
 	}
 	show, err := a.startShow(ctx, f, ro)
 	if err != nil {
@@ -197,7 +199,7 @@ func (a *app) runScenarios(ctx context.Context, name string, f scenarioFlags) er
 	var kept *pgserver.Database
 	show.Kept = func(d *pgserver.Database) { kept = d }
 
-	list := scenarios.All
+	list := scenarios.Lessons
 	if name != "all" {
 		sc, _ := scenarios.Lookup(name)
 		list = []*lab.Scenario{sc}
@@ -252,6 +254,12 @@ func (a *app) summary(verdicts []lab.Verdict, asJSON bool) {
 		sc, _ := scenarios.Lookup(v.Scenario)
 		row(w, 0, fmt.Sprintf("%-*s %-18s ", nameWidth(), v.Scenario, verdictWord(v)), sc.Summary)
 	}
+	solved := make([]string, len(scenarios.Solutions))
+	for i, s := range scenarios.Solutions {
+		solved[i] = s.Name
+	}
+	fmt.Fprintln(w)
+	row(w, 0, "", fmt.Sprintf("Not run here: the lesson's exercises solved (%s), which would give their answers away. Try them first: bank exercise list. Then bank scenario NAME plays the lab's solution.", strings.Join(solved, ", ")))
 }
 
 func verdictWord(v lab.Verdict) string {
@@ -310,15 +318,15 @@ func nameWidth() int {
 }
 
 // predictions asks, before the run, the quiz's questions about scenario
-// (on a terminal only).
-func (a *app) predictions(scenario string) []render.Prediction {
+// (on a terminal only); Ctrl-C at a question is ctx's error.
+func (a *app) predictions(ctx context.Context, scenario string) ([]render.Prediction, error) {
 	if !term.IsTerminal(a.io.In) || !term.IsTerminal(a.io.Out) {
 		fmt.Fprintln(a.io.Err, "bank: --predict asks on a terminal; running straight through")
-		return nil
+		return nil, nil
 	}
-	ps, asked := quiz.Predict(a.io.Out, bufio.NewReader(a.io.In), scenario)
+	ps, asked, err := quiz.Predict(ctx, a.io.Out, a.lines(), scenario)
 	if !asked {
 		fmt.Fprintf(a.io.Err, "bank: no questions about %s yet; running it\n", scenario)
 	}
-	return ps
+	return ps, err
 }

@@ -134,6 +134,14 @@ func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 		if len(missing) > 0 {
 			return exitcode.Usagef("missing %s: bank send --from 1 --to 2 --amount-kobo 1000000", strings.Join(slices.Sorted(slices.Values(missing)), ", "))
 		}
+		// Refused here, before a draft is saved: a draft is an intent the
+		// lab keeps and retries, and these are none.
+		switch {
+		case f.amount < 0:
+			return exitcode.Usagef("--amount-kobo is what moves, in kobo, more than 0 (100 kobo = ₦1: ₦10,000 is 1000000), not %d", f.amount)
+		case f.from < 0 || f.to < 0:
+			return exitcode.Usagef("--from and --to are account numbers, 1 or more (the lesson's are 1 Ada, 2 Bola, 3 Chidi), not %d", min(f.from, f.to))
+		}
 		body, _ := json.Marshal(map[string]int64{"from": f.from, "to": f.to, "amountKobo": f.amount})
 		d = &client.Draft{Key: client.NewKey(), Server: strings.TrimRight(f.server, "/"), Token: f.token, Body: body, SavedAt: time.Now().UTC()}
 		if err := d.Save(path); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -356,8 +357,22 @@ func TestSendUsage(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	r = cli(t, map[string]string{"HOME": t.TempDir()}, "send", "--from", "1", "--to", "2", "--amount-kobo", "ten")
-	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "--amount-kobo") {
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, `--amount-kobo takes a whole number, not "ten"`) || strings.Contains(r.stderr, "strconv") {
 		t.Fatalf("%+v", r)
+	}
+	// A negative amount or account is refused in one line before anything
+	// is saved: before, --amount-kobo -500 was saved as a draft, then sent
+	// and refused by the server (or kept, with no server, for --resume).
+	for _, args := range [][]string{{"--from", "1", "--to", "2", "--amount-kobo", "-500"}, {"--from", "-1", "--to", "2", "--amount-kobo", "500"}} {
+		state := filepath.Join(t.TempDir(), "draft.json")
+		r := cli(t, map[string]string{"HOME": t.TempDir()}, append([]string{"send", "--state", state, "--server", "http://127.0.0.1:1"}, args...)...)
+		if r.code != exitcode.Usage || r.stdout != "" {
+			t.Errorf("%v: %+v", args, r)
+		}
+		oneLine(t, r)
+		if _, err := os.Stat(state); err == nil {
+			t.Errorf("%v: a draft was saved before the refusal", args)
+		}
 	}
 }
 

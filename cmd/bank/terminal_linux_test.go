@@ -16,16 +16,17 @@ import (
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
 )
 
-// onTerminal runs bank in-process with its standard output on a
-// pseudo-terminal of cols columns, and returns what the terminal showed
-// (its \r\n as \n) and the exit code.
-func onTerminal(t *testing.T, cols int, env map[string]string, args ...string) (string, int) {
+// newTerminal opens a pseudo-terminal of cols columns: master, the side
+// the test reads what is shown from and types into, and tty, the terminal
+// that bank gets. Both are closed when the test ends (close tty sooner to
+// have master's reads end once bank's copies are closed too).
+func newTerminal(t *testing.T, cols int) (master, tty *os.File) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatalf("no pseudo-terminal: %v", err)
 	}
-	defer master.Close()
+	t.Cleanup(func() { master.Close() })
 	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +34,23 @@ func onTerminal(t *testing.T, cols int, env map[string]string, args ...string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { tty.Close() })
 	if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: uint16(cols)}); err != nil {
 		t.Fatal(err)
 	}
+	return master, tty
+}
+
+// onTerminal runs bank in-process with its standard output on a
+// pseudo-terminal of cols columns, and returns what the terminal showed
+// (its \r\n as \n) and the exit code.
+func onTerminal(t *testing.T, cols int, env map[string]string, args ...string) (string, int) {
+	t.Helper()
+	master, tty := newTerminal(t, cols)
 	var shown bytes.Buffer
 	done := make(chan struct{})
 	go func() {

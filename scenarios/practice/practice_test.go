@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios"
 )
 
@@ -210,14 +212,29 @@ func TestPracticeShouldRetryReasons(t *testing.T) {
 }
 
 // TestPracticePromptIsWhatIsChecked: each prompt shows the rows prepared
-// and the lines the lesson's solution prints, and those lines, on the
-// database the lesson's solution leaves, pass the checker.
+// and the lines the lesson's solution prints, or, where those lines are
+// the answer itself, their form and never their values; every line fits
+// in Width columns.
 func TestPracticePromptIsWhatIsChecked(t *testing.T) {
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	for _, ex := range Exercises {
 		p := ex.Prompt(ProgramMode, SQLMode)
-		for _, s := range slices.Concat(ex.Want, ex.WantSQL, strings.Split(ex.Prepared, "\n"), strings.Split(ex.PreparedSQL, "\n"), ex.Rules) {
+		shown := ex.Want
+		// should-retry's lines are its answers: true or false for each.
+		if ex.Name == "should-retry" && ex.Form == nil {
+			t.Errorf("%s: no Form: the prompt would show the lesson's lines, its answers", ex.Name)
+		}
+		if ex.Form != nil || ex.Name == "should-retry" {
+			shown = ex.Form
+			for _, w := range ex.Want {
+				if strings.Contains(flat(p), flat(w)) {
+					t.Errorf("%s: the prompt gives an answer away, %q:\n%s", ex.Name, w, p)
+				}
+			}
+		}
+		for _, s := range slices.Concat(shown, ex.WantSQL, strings.Split(ex.Prepared, "\n"), strings.Split(ex.PreparedSQL, "\n"), ex.Rules) {
 			for l := range strings.SplitSeq(s, "\n") {
-				if !strings.Contains(p, strings.TrimSpace(l)) {
+				if !strings.Contains(flat(p), flat(l)) {
 					t.Errorf("%s: the prompt lacks %q:\n%s", ex.Name, l, p)
 				}
 			}
@@ -225,6 +242,41 @@ func TestPracticePromptIsWhatIsChecked(t *testing.T) {
 		if ex.IsSQL() != strings.Contains(p, "--sql FILE") {
 			t.Errorf("%s: the prompt and IsSQL disagree about --sql:\n%s", ex.Name, p)
 		}
+		texts := []string{p, Fold(ex.Solution, "  ")}
+		for _, h := range ex.Hints {
+			texts = append(texts, Fold(h, "  "))
+		}
+		for _, text := range texts {
+			for l := range strings.SplitSeq(text, "\n") {
+				if n := utf8.RuneCountInString(l); n > Width {
+					t.Errorf("%s: a line of %d columns: %q", ex.Name, n, l)
+				}
+			}
+		}
+	}
+}
+
+// TestCleanupNamesEveryColumn: the clean-up's task names every column of
+// the key store's table with its type, so that a program can be written
+// without looking at the database first.
+func TestCleanupNamesEveryColumn(t *testing.T) {
+	ex, _ := LookupExercise("cleanup")
+	p := strings.Join(strings.Fields(ex.Prompt(ProgramMode, SQLMode)), " ")
+	table := idem.Schema[strings.Index(idem.Schema, "CREATE TABLE IF NOT EXISTS idempotency_keys"):]
+	table = table[:strings.Index(table, ");")]
+	n := 0
+	for _, l := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(l), ","))
+		if len(f) < 2 || f[0] == "PRIMARY" {
+			continue
+		}
+		n++
+		if col := f[0] + " " + f[1]; !strings.Contains(p, col) {
+			t.Errorf("the clean-up's prompt does not name the column %q", col)
+		}
+	}
+	if n < 9 {
+		t.Fatalf("read %d columns from idem.Schema", n)
 	}
 }
 

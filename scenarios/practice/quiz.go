@@ -27,6 +27,10 @@ type Question struct {
 	Pick     pick     // what to read from that line
 	Options  []string // the choices, at least 4; the right one must be among them
 	Why      string   // the explanation, said after the answer
+	// Sequel: the question leans on the one just before it in the bank
+	// (of its own scenario), as "The same, with …" does, and is drawn
+	// only right after it. Any other question stands on its own.
+	Sequel bool
 }
 
 type pick int
@@ -58,87 +62,101 @@ var (
 var Quiz = []Question{
 	// rules: every refusal is an answer.
 	{"rules", "Bola (user 2) asks to send ₦1 from Ada's account 1. What status does the transfer answer?", "not your account", 0, pickStatus,
-		[]string{"201", "403", "404", "422"}, "A stranger's account and a missing one look the same: 404, so nobody learns which accounts exist."},
+		[]string{"201", "403", "404", "422"}, "A stranger's account and a missing one look the same: 404, so nobody learns which accounts exist.", false},
 	{"rules", "Chidi's account is frozen and Chidi sends ₦1 from it. What status?", "frozen sender", 0, pickStatus,
-		[]string{"400", "403", "404", "422"}, "A business rule refuses it: 422, with a machine-readable code (account_not_active)."},
+		[]string{"400", "403", "404", "422"}, "A business rule refuses it: 422, with a machine-readable code (account_not_active).", false},
 	{"rules", "Ada sends ₦1 to account 99, which does not exist. What status?", "no such recipient", 0, pickStatus,
-		[]string{"201", "404", "422", "500"}, "The recipient is checked before any money moves: 422 recipient_unavailable, never a half-done transfer."},
+		[]string{"201", "404", "422", "500"}, "The recipient is checked before any money moves: 422 recipient_unavailable, never a half-done transfer.", false},
 	{"rules", "Ada sends 10.5 kobo. What status?", "half a kobo", 0, pickStatus,
-		[]string{"201", "400", "422", "500"}, "Amounts are whole kobo: 400 invalid_amount, before the database is touched."},
+		[]string{"201", "400", "422", "500"}, "Amounts are whole kobo: 400 invalid_amount, before the database is touched.", false},
 	{"rules", "Bola, with ₦5,000, sends ₦90,000. What status?", "too much", 0, pickStatus,
-		[]string{"201", "400", "409", "422"}, "The conditional debit changes no row: 422 insufficient_funds."},
+		[]string{"201", "400", "409", "422"}, "The conditional debit changes no row: 422 insufficient_funds.", false},
 	// the lost response.
 	{"lost-response", "With no key, the first response is lost and the app retries. What is the bank's total afterwards?", "Ada ₦", 0, pickTotal,
-		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "Still ₦75,000: a transfer made twice conserves money. That is why the lab also counts transfers per intent."},
-	{"retry-safe", "Same lost response, but the app made one key for the intent. What does attempt 2 get?", "attempt 2:", 0, pickReply,
-		[]string{"201", "201 replayed", "409", "422"}, "The key is completed: the stored answer is replayed, transfer id and all."},
+		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "Still ₦75,000: a transfer made twice conserves money. That is why the lab also counts transfers per intent.", false},
+	{"retry-safe", "The app made one key for the intent and sent it with the transfer; the response is lost and the app retries with that key. What does attempt 2 get?", "attempt 2:", 0, pickReply,
+		[]string{"201", "201 replayed", "409", "422"}, "The key is completed: the stored answer is replayed, transfer id and all.", false},
 	// key misuse.
-	{"key-misuse", "The same request with its JSON keys in another order, same key. What comes back?", "same, keys reordered", 0, pickReply,
-		[]string{"201", "201 replayed", "409", "422"}, "The fingerprint ignores key order: it is the same request, so it is a replay."},
-	{"key-misuse", "The same key with another amount. What comes back?", "same key, other amount", 0, pickStatus,
-		[]string{"201", "400", "409", "422"}, "A key belongs to one request: 422 idempotency_key_reused, and no money moves."},
+	{"key-misuse", "A transfer is sent again with its key, as the same request with its JSON fields in another order. What comes back?", "same, keys reordered", 0, pickReply,
+		[]string{"201", "201 replayed", "409", "422"}, "The fingerprint ignores key order: it is the same request, so it is a replay.", false},
+	{"key-misuse", "A key that has already made a transfer is sent again with another amount. What comes back?", "same key, other amount", 0, pickStatus,
+		[]string{"201", "400", "409", "422"}, "A key belongs to one request: 422 idempotency_key_reused, and no money moves.", false},
 	{"key-misuse", "Bola happens to send Ada's key string with his own transfer. What does he get?", "other user, same key", 0, pickReply,
-		[]string{"201", "201 replayed", "404", "422"}, "Keys are scoped to the user: his key is his own, and his transfer happens."},
+		[]string{"201", "201 replayed", "404", "422"}, "Keys are scoped to the user: his key is his own, and his transfer happens.", false},
 	{"key-misuse", "A transfer sent with no Idempotency-Key header. What status?", "no key", 0, pickStatus,
-		[]string{"201", "400", "409", "428"}, "The key is required on endpoints that move money: 400, so a client cannot forget it."},
+		[]string{"201", "400", "409", "428"}, "The key is required on endpoints that move money: 400, so a client cannot forget it.", false},
 	{"key-misuse", "A transfer refused for insufficient funds is retried with the same key. What comes back?", "too much, retried", 0, pickReply,
-		[]string{"201", "422", "422 replayed", "500"}, "A refusal is the request's real answer: it is stored and replayed like a success."},
+		[]string{"201", "422", "422 replayed", "500"}, "A refusal is the request's real answer: it is stored and replayed like a success.", false},
 	// concurrent copies.
-	{"concurrent", "A double tap on a database that runs one query at a time, as the lesson's does. What does the second copy get?", "second:", 0, pickReply,
-		[]string{"201", "201 replayed", "409", "422"}, "It could not even look at the key until the first copy committed; then it found the stored answer."},
-	{"concurrent", "The same double tap on PostgreSQL with a pool. What does the second copy get?", "second:", 1, pickStatus,
-		[]string{"201", "409", "422", "500"}, "It finds the key in progress while the first is inside its transaction: 409 with Retry-After."},
+	{"concurrent", "A double tap (one request sent twice at once, with one key) on a database that runs one query at a time, as the lesson's does. What does the second copy get?", "second:", 0, pickReply,
+		[]string{"201", "201 replayed", "409", "422"}, "It could not even look at the key until the first copy committed; then it found the stored answer.", false},
+	{"concurrent", "A double tap (one request sent twice at once, with one key) on PostgreSQL with a pool of connections. What does the second copy get?", "second:", 1, pickStatus,
+		[]string{"201", "409", "422", "500"}, "It finds the key in progress while the first is inside its transaction: 409 with Retry-After.", false},
 	{"concurrent", "Fifty copies of one intent at once. How do they come out?", "storm of 50 copies:", 0, pickRest,
-		[]string{"201 ok x50", "201 ok x1, 409 request_in_progress x49", "201 ok x25, 409 request_in_progress x25", "409 request_in_progress x50"}, "Only one INSERT of (user, key) can succeed; the other 49 are told to retry."},
+		[]string{"201 ok x50", "201 ok x1, 409 request_in_progress x49", "201 ok x25, 409 request_in_progress x25", "409 request_in_progress x50"}, "Only one INSERT of (user, key) can succeed; the other 49 are told to retry.", false},
 	// crash and locks.
 	{"crash", "Server A claimed the key and went silent. A retry comes 10 s later (the lock lasts 30 s). What does it get?", "retry after 10 s:", 0, pickStatus,
-		[]string{"201", "409", "422", "500"}, "The lock is still valid and A may only be slow: 409, retry later."},
-	{"crash", "The retry comes 31 s after the claim. What does it get?", "retry after 31 s:", 0, pickStatus,
-		[]string{"201", "409", "422", "500"}, "The lock has expired: the retry takes the key over with a new lock id and transfers."},
+		[]string{"201", "409", "422", "500"}, "The lock is still valid and A may only be slow: 409, retry later.", false},
+	{"crash", "Server A claimed the key and went silent; the lock lasts 30 s. A retry comes 31 s after the claim. What does it get?", "retry after 31 s:", 0, pickStatus,
+		[]string{"201", "409", "422", "500"}, "The lock has expired: the retry takes the key over with a new lock id and transfers.", false},
 	{"short-lock", "A 5 s lock, a healthy request that takes 8 s, a retry at 6 s. What does the retry get?", "6 s: a retry on server B:", 0, pickStatus,
-		[]string{"201", "409", "422", "500"}, "The lock expired under a healthy request: the retry takes over, and A's 8 s of work are thrown away."},
-	{"short-lock", "The same with a 30 s lock. What does the retry at 6 s get?", "6 s: a retry on server B:", 1, pickStatus,
-		[]string{"201", "409", "422", "500"}, "The lock outlives the request: 409. Choose the lock well above the slowest healthy request."},
+		[]string{"201", "409", "422", "500"}, "The lock expired under a healthy request: the retry takes over, and A's 8 s of work are thrown away.", false},
+	{"short-lock", "A 30 s lock, a healthy request that takes 8 s, a retry at 6 s. What does the retry get?", "6 s: a retry on server B:", 1, pickStatus,
+		[]string{"201", "409", "422", "500"}, "The lock outlives the request: 409. Choose the lock well above the slowest healthy request.", false},
 	// the three outcomes.
 	{"unknown-outcome", "The request arrived and succeeded, but the phone timed out. What does a retry with the same key get?", "case 3, Ada's ₦3,000 to Bola; retry", 0, pickReply,
-		[]string{"201", "201 replayed", "409", "500"}, "The work was done: the stored answer is replayed, and money moved once."},
+		[]string{"201", "201 replayed", "409", "500"}, "The work was done: the stored answer is replayed, and money moved once.", false},
 	{"unknown-outcome", "The request arrived and failed on the server (a lock timeout). What does a retry with the same key get?", "case 2, Ada's ₦2,000 to Bola; retry", 0, pickReply,
-		[]string{"201", "201 replayed", "409", "500"}, "An unexpected error released the key: the retry runs the transfer now."},
+		[]string{"201", "201 replayed", "409", "500"}, "An unexpected error released the key: the retry runs the transfer now.", false},
 	// the race.
 	{"race", "Two transfers read Bola's ₦15,000 and both debit ₦10,000. Which SQLSTATE refuses the second debit?", "  (SQLSTATE", 0, pickSQLState,
-		[]string{"23503", "23505", "23514", "40001"}, "23514: the CHECK constraint on the balance, the last line of defence."},
-	{"race", "With the lesson's transfer (FOR UPDATE, then a conditional debit), what does the second transfer get?", "A commits; B runs on the new balance:", 0, pickStatus,
-		[]string{"201", "409", "422", "500"}, "It waited for the row, then found ₦5,000: 422 insufficient_funds."},
+		[]string{"23503", "23505", "23514", "40001"}, "23514: the CHECK constraint on the balance, the last line of defence.", false},
+	{"race", "Two transfers of ₦10,000 from Bola's ₦15,000 at once, each the lesson's transfer (FOR UPDATE, then a conditional debit). What does the second get?", "A commits; B runs on the new balance:", 0, pickStatus,
+		[]string{"201", "409", "422", "500"}, "It waited for the row, then found ₦5,000: 422 insufficient_funds.", false},
 	// end to end.
 	{"ledger-key", "A resend job bypasses the key store, but every ledger row carries the key under a unique index. Which SQLSTATE refuses it?", "  (SQLSTATE", 0, pickSQLState,
-		[]string{"23503", "23505", "23514", "40001"}, "23505, a unique violation: the ledger's own key is the last line of defence."},
+		[]string{"23503", "23505", "23514", "40001"}, "23505, a unique violation: the ledger's own key is the last line of defence.", false},
 	{"webhook", "A provider delivers the same event twice more, at the same moment, to a handler that records nothing. What happens?", "deliveries 2 and 3 of evt_1001, at the same moment:", 0, pickRest,
-		[]string{"credited x2", "ignored x2", "credited, ignored", "409 x2"}, "Nothing remembers the event: every delivery credits Bola again."},
+		[]string{"credited x2", "ignored x2", "credited, ignored", "409 x2"}, "Nothing remembers the event: every delivery credits Bola again.", false},
 	{"webhook", "The same, with the event's id recorded in the credit's transaction. What happens?", "deliveries 2 and 3 of evt_2001, at the same moment:", 0, pickRest,
-		[]string{"credited x2", "ignored x2", "credited, ignored", "409 x2"}, "The event is recorded with the credit: a delivery already recorded is ignored."},
+		[]string{"credited x2", "ignored x2", "credited, ignored", "409 x2"}, "The event is recorded with the credit: a delivery already recorded is ignored.", true},
 	{"retention", "Ada's key was deleted by a clean-up that keeps 24 hours. Her phone retries 25 hours later. What happens?", "Sep 25 11:00 Ada's phone is back and retries:", 0, pickRest,
-		[]string{"201 transfer 1 (replayed)", "201 transfer 2", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is gone, so the retry looks new: money moves again. Keep keys longer than the longest retry."},
-	{"retention", "Bola's phone retries 25 hours later, with keys kept 48 hours. What happens?", "Sep 27 12:00 Bola's phone is back and retries:", 0, pickRest,
-		[]string{"201 transfer 3 (replayed)", "201 transfer 4", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is still there: the stored answer is replayed."},
-	{"naive", "Three statements and no transaction; the recipient does not exist. What is the bank's total afterwards?", "after:", 0, pickTotal,
-		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "The debit committed on its own and the rest failed: ₦10,000 vanished."},
-	{"atomic", "The same three statements in one transaction. What is the total afterwards?", "after:", 0, pickTotal,
-		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "The failure rolls the whole transaction back, debit included."},
+		[]string{"201 transfer 1 (replayed)", "201 transfer 2", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is gone, so the retry looks new: money moves again. Keep keys longer than the longest retry.", false},
+	{"retention", "Bola's phone never saw the answer to his transfer and retries 25 hours later; keys are kept 48 hours. What happens?", "Sep 27 12:00 Bola's phone is back and retries:", 0, pickRest,
+		[]string{"201 transfer 3 (replayed)", "201 transfer 4", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is still there: the stored answer is replayed.", false},
+	{"naive", "Ada sends ₦10,000 to account 99, which does not exist, as three statements (debit, credit, record) and no transaction. What is the bank's total afterwards?", "after:", 0, pickTotal,
+		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "The debit committed on its own and the rest failed: ₦10,000 vanished.", false},
+	{"atomic", "Ada sends ₦10,000 to account 99, which does not exist, as three statements (debit, credit, record) in one transaction. What is the bank's total afterwards?", "after:", 0, pickTotal,
+		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "The failure rolls the whole transaction back, debit included.", false},
 	{"http", "Over HTTP the server drops the first response after committing. What does the client's second attempt get?", "attempt 2:", 0, pickRest,
-		[]string{"201 replayed: false", "201 replayed: true", "409", "network error"}, "The same key: the stored answer, with Idempotent-Replayed: true."},
+		[]string{"201 replayed: false", "201 replayed: true", "409", "network error"}, "The same key: the stored answer, with Idempotent-Replayed: true.", false},
 	{"should-retry", "The lab's client sends a transfer and gets 422 back. What does it do next?", "422", 0, pickRetry,
 		[]string{"it retries, with the same key", "it retries, with a new key", "it gives up and shows the refusal", "it asks GET /transfers?key= what happened"},
-		"422 will fail the same way every time; 409, 429 and 5xx may succeed later."},
+		"422 will fail the same way every time; 409, 429 and 5xx may succeed later.", false},
 }
 
 // Draw picks n questions, without repeats, from the quiz with seed, and
 // shuffles each one's choices, so that no position is the right one more
 // often than another (in the bank, the right answer is often the second).
-// The same seed gives the same questions with their choices in the same
-// order; the bank itself is left as it is.
+// A sequel comes only right after the question it leans on: the two are
+// drawn as one. The same seed gives the same questions with their choices
+// in the same order; the bank itself is left as it is.
 func Draw(seed uint64, n int) []Question {
 	r := rand.New(rand.NewPCG(seed, 0x71756979))
-	idx := r.Perm(len(Quiz))[:min(n, len(Quiz))]
+	var units [][]int // a question with its sequels, by their places in the bank
+	for i, q := range Quiz {
+		if q.Sequel && len(units) > 0 {
+			units[len(units)-1] = append(units[len(units)-1], i)
+			continue
+		}
+		units = append(units, []int{i})
+	}
+	var idx []int
+	for _, u := range r.Perm(len(units)) {
+		if len(idx)+len(units[u]) <= n {
+			idx = append(idx, units[u]...)
+		}
+	}
 	out := make([]Question, len(idx))
 	for i, j := range idx {
 		q := Quiz[j]

@@ -196,3 +196,62 @@ func TestPredictionsAreMarkedWhereTheirLinesAppear(t *testing.T) {
 		}
 	}
 }
+
+// TestQuizQuestionsStandAlone: a question that leans on another (it says
+// "the same", or names a claim, a lock or a transfer that only the other
+// one sets up) is a Sequel, asked about the question just before it in
+// the bank, of its own scenario; and over many seeds and sizes every
+// drawn sequel comes right after the question it leans on, and no draw is
+// short or repeats a question. (bank quiz --seed 6 once asked "The retry
+// comes 31 s after the claim" with no claim, and "The same, with the
+// event's id recorded …" after a question about something else.)
+func TestQuizQuestionsStandAlone(t *testing.T) {
+	for i, q := range Quiz {
+		switch {
+		case q.Sequel && (i == 0 || Quiz[i-1].Scenario != q.Scenario):
+			t.Errorf("%q is a sequel, but the question before it in the bank is not of %s", q.Ask, q.Scenario)
+		case !q.Sequel && leansOn(q.Ask) != "":
+			t.Errorf("%q leans on another question (%q) but is not a sequel: say what it is about, or make it one", q.Ask, leansOn(q.Ask))
+		}
+	}
+	for seed := uint64(0); seed < 5000; seed++ {
+		for _, n := range []int{1, 2, 5, 7} {
+			draw := Draw(seed, n)
+			if len(draw) != n {
+				t.Fatalf("seed %d: %d questions drawn, want %d", seed, len(draw), n)
+			}
+			seen := map[string]bool{}
+			for j, q := range draw {
+				if seen[q.Ask] {
+					t.Fatalf("seed %d: %q drawn twice", seed, q.Ask)
+				}
+				seen[q.Ask] = true
+				if !q.Sequel {
+					continue
+				}
+				i := slices.IndexFunc(Quiz, func(b Question) bool { return b.Ask == q.Ask })
+				if j == 0 || draw[j-1].Ask != Quiz[i-1].Ask {
+					t.Fatalf("seed %d, %d questions: %q is drawn without %q just before it", seed, n, q.Ask, Quiz[i-1].Ask)
+				}
+			}
+		}
+	}
+}
+
+// leansOn is what a question's words refer to that the question does not
+// set up itself ("" when none): "the same …" at its start, or the claim,
+// the retry or the second transfer where nothing before it makes one.
+func leansOn(ask string) string {
+	low := strings.ToLower(ask)
+	for _, p := range []string{"the same", "same ", "also ", "then ", "this time", "now "} {
+		if strings.HasPrefix(low, p) {
+			return p
+		}
+	}
+	for _, ref := range [][2]string{{"the claim", "claim"}, {"the retry", "a retry"}, {"the second transfer", "two transfers"}} {
+		if i := strings.Index(low, ref[0]); i >= 0 && !strings.Contains(low[:i], ref[1]) {
+			return ref[0]
+		}
+	}
+	return ""
+}

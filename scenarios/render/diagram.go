@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fatih/color"
 	"github.com/zudojs/bank/scenarios/lab"
@@ -161,6 +162,7 @@ func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 		fmt.Fprintln(w, bars().String())
 	}
 	showClock, lastClock := clocked(rec), ""
+	wideSaid := false
 	events := rec.Events
 	for i := 0; i < len(events); i++ {
 		e := events[i]
@@ -175,7 +177,12 @@ func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 			// line the lesson itself prints is kept whole, as there.
 			if e.Verbatim {
 				for _, l := range strings.Split(e.Text, "\n") {
-					fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+"  "+l))
+					l = strings.Repeat(" ", clockWidth) + "  " + l
+					if n := utf8.RuneCountInString(l); n > diagramWidth && !wideSaid {
+						wideSaid = true // said once, as the transcript says it
+						fmt.Fprintln(w, p.dim.Sprint(strings.Repeat(" ", clockWidth)+fmt.Sprintf("(next: the lesson's own, word for word, kept whole: %d columns)", n)))
+					}
+					fmt.Fprintln(w, p.dim.Sprint(l))
 				}
 				continue
 			}

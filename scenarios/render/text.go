@@ -117,6 +117,9 @@ type textPrinter struct {
 	o       Options
 	palette
 	diagram *Recorder // the run so far, to be drawn at its end (Diagram)
+	// wideSaid: this story has said that a line wider than the width is
+	// the lesson's own, kept whole (once per story).
+	wideSaid bool
 }
 
 func (p *textPrinter) Event(e lab.Event) {
@@ -125,7 +128,7 @@ func (p *textPrinter) Event(e lab.Event) {
 	}
 	switch e.Kind {
 	case "scenario":
-		p.sc = e.Scenario
+		p.sc, p.wideSaid = e.Scenario, false
 		p.print(fmt.Sprintf("== %s: %s", p.sc.Name, p.sc.Summary), "   ", p.title)
 		if p.o.Explain && p.sc.About != "" {
 			for _, l := range strings.Split(strings.TrimRight(p.sc.About, "\n"), "\n") {
@@ -170,8 +173,18 @@ func (p *textPrinter) step(title string, part bool) {
 	}
 	p.print("» "+title, "  ", p.title)
 	if note := p.sc.Explain[title]; note != "" {
-		for _, l := range strings.Split(strings.TrimRight(note, "\n"), "\n") {
+		lines := strings.Split(strings.TrimRight(note, "\n"), "\n")
+		widest := 0
+		for _, l := range lines {
+			if strings.HasPrefix(l, " ") {
+				widest = max(widest, utf8.RuneCountInString("  "+l))
+			}
+		}
+		for i, l := range lines {
 			if strings.HasPrefix(l, " ") { // a drawing: as it is
+				if i == 0 || !strings.HasPrefix(lines[i-1], " ") {
+					p.sayWide(widest, "  (the lesson's figure, kept whole: %d columns)")
+				}
 				fmt.Fprintln(p.w, p.dim.Sprint("  "+l))
 				continue
 			}
@@ -180,9 +193,21 @@ func (p *textPrinter) step(title string, part bool) {
 	}
 }
 
+// sayWide says, once in a story, before the first line of the lesson's
+// own that is wider than the width (wide columns), that it is the
+// lesson's, kept whole, as what (with %d for wide) says.
+func (p *textPrinter) sayWide(wide int, what string) {
+	if p.wideSaid || wide <= columns(p.o.Width) {
+		return
+	}
+	p.wideSaid = true
+	p.print(fmt.Sprintf(what, wide), "  ", p.dim)
+}
+
 func (p *textPrinter) line(text string, verbatim bool) {
 	for _, l := range strings.Split(text, "\n") {
 		if verbatim {
+			p.sayWide(utf8.RuneCountInString(l), "(the next line is the lesson's own, word for word, kept whole: %d columns)")
 			fmt.Fprintln(p.w, l)
 		} else {
 			indent := l[:len(l)-len(strings.TrimLeft(l, " "))]

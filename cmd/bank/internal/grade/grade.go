@@ -206,10 +206,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		c := checks[j.check]
 		if cfg.Progress != nil {
 			mu.Lock()
+			line := fmt.Sprintf("grade: %s…", c.Title)
 			if repeat > 1 {
-				fmt.Fprintf(cfg.Progress, "grade: %s (run %d of %d)…\n", c.Title, j.n+1, repeat)
-			} else {
-				fmt.Fprintf(cfg.Progress, "grade: %s…\n", c.Title)
+				line = fmt.Sprintf("grade: %s (run %d of %d)…", c.Title, j.n+1, repeat)
+			}
+			for _, l := range render.Fold(line, render.Width, "  ") {
+				fmt.Fprintln(cfg.Progress, l)
 			}
 			mu.Unlock()
 		}

@@ -4,7 +4,6 @@
 package quiz
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
+	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/scenarios/practice"
 	"github.com/zudojs/bank/scenarios/render"
 )
@@ -44,8 +44,9 @@ type Outcome struct {
 // Sit asks the questions of draw, on w, reading each answer from in (or
 // taking it from given), and says after each whether it was right and
 // why, the right answers read from real runs of the scenarios on clones.
-// With asJSON it prints only the Result, as one object.
-func Sit(ctx context.Context, clones *pgserver.Clones, w io.Writer, in *bufio.Reader, seed uint64, draw []practice.Question, given []int, asJSON bool) (Result, error) {
+// With asJSON it prints only the Result, as one object. When ctx ends
+// (Ctrl-C), at a question too, it returns ctx's error at once.
+func Sit(ctx context.Context, clones *pgserver.Clones, w io.Writer, in *term.Lines, seed uint64, draw []practice.Question, given []int, asJSON bool) (Result, error) {
 	res := Result{Seed: seed}
 	if !asJSON {
 		Say(w, "", "", fmt.Sprintf("five questions (draw %d; repeat it with --seed %d)", seed, seed))
@@ -62,8 +63,8 @@ func Sit(ctx context.Context, clones *pgserver.Clones, w io.Writer, in *bufio.Re
 		}
 		if given != nil {
 			o.Given = given[i]
-		} else {
-			o.Given = Ask(w, in, len(q.Options))
+		} else if o.Given, err = Ask(ctx, w, in, len(q.Options)); err != nil {
+			return res, err
 		}
 		o.Correct = o.Given == o.Right
 		if o.Correct {
@@ -88,18 +89,23 @@ func Sit(ctx context.Context, clones *pgserver.Clones, w io.Writer, in *bufio.Re
 }
 
 // Ask reads a choice number from the learner, asking again until it is
-// one.
-func Ask(w io.Writer, in *bufio.Reader, options int) int {
+// one. The input's end is no answer (0); ctx's end (Ctrl-C) is ctx's
+// error, at once.
+func Ask(ctx context.Context, w io.Writer, in *term.Lines, options int) (int, error) {
 	for {
 		fmt.Fprintf(w, "   your answer (1-%d): ", options)
-		line, err := in.ReadString('\n')
+		line, err := in.Next(ctx)
+		if ctx.Err() != nil {
+			fmt.Fprintln(w)
+			return 0, ctx.Err()
+		}
 		s := strings.TrimSpace(line)
 		n, convErr := strconv.Atoi(s)
 		if convErr == nil && n >= 1 && n <= options {
-			return n
+			return n, nil
 		}
 		if err != nil {
-			return 0 // input ended: counted as no answer
+			return 0, nil // input ended: counted as no answer
 		}
 		if s != "" {
 			Say(w, "   ", "   ", fmt.Sprintf("%q is not one of the choices: answer a number from 1 to %d.", s, options))
@@ -180,19 +186,24 @@ func wrapWords(first, cont, text string, width int) []string {
 // Predict asks, before scenario runs, the quiz's questions about it,
 // wrapped as the quiz's are (bank scenario --predict), and returns the
 // predictions made, for the transcript to mark; asked is false when there
-// are no questions about it.
-func Predict(w io.Writer, in *bufio.Reader, scenario string) (ps []render.Prediction, asked bool) {
+// are no questions about it. Ctrl-C at a question (ctx's end) is ctx's
+// error.
+func Predict(ctx context.Context, w io.Writer, in *term.Lines, scenario string) (ps []render.Prediction, asked bool, err error) {
 	qs := practice.QuestionsFor(scenario)
 	if len(qs) == 0 {
-		return nil, false
+		return nil, false, nil
 	}
 	fmt.Fprintf(w, "before %s runs, predict:\n", scenario)
 	for i, q := range qs {
 		PrintQuestion(w, i+1, q)
-		if n := Ask(w, in, len(q.Options)); n > 0 {
+		n, err := Ask(ctx, w, in, len(q.Options))
+		if err != nil {
+			return nil, true, err
+		}
+		if n > 0 {
 			ps = append(ps, q.Prediction(q.Options[n-1]))
 		}
 	}
 	fmt.Fprintln(w)
-	return ps, true
+	return ps, true, nil
 }

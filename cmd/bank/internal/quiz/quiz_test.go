@@ -1,12 +1,15 @@
 package quiz
 
 import (
-	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -25,8 +28,9 @@ func fits(t *testing.T, what, out string) {
 // choices is asked again, and the learner is told the range.
 func TestAsksAgain(t *testing.T) {
 	var out bytes.Buffer
-	if n := Ask(&out, bufio.NewReader(strings.NewReader("9\nx\n\n0\n3\n")), 4); n != 3 {
-		t.Fatalf("ask took %d, want 3\n%s", n, out.String())
+	ctx := context.Background()
+	if n, err := Ask(ctx, &out, term.NewLines(strings.NewReader("9\nx\n\n0\n3\n")), 4); n != 3 || err != nil {
+		t.Fatalf("ask took %d, %v, want 3\n%s", n, err, out.String())
 	}
 	if got := strings.Count(out.String(), "your answer (1-4): "); got != 5 {
 		t.Errorf("asked %d times, want 5:\n%s", got, out.String())
@@ -36,8 +40,37 @@ func TestAsksAgain(t *testing.T) {
 			t.Errorf("no %q in:\n%s", want, out.String())
 		}
 	}
-	if n := Ask(&out, bufio.NewReader(strings.NewReader("7")), 4); n != 0 {
-		t.Errorf("at the end of the input ask took %d, want 0 (no answer)", n)
+	if n, err := Ask(ctx, &out, term.NewLines(strings.NewReader("7")), 4); n != 0 || err != nil {
+		t.Errorf("at the end of the input ask took %d, %v, want 0 (no answer)", n, err)
+	}
+}
+
+// TestAskStopsAtCtrlC: a question waiting for a line that does not come
+// (a terminal nobody types at) returns ctx's error as soon as ctx ends,
+// as Ctrl-C ends it, and ends its line; no answer typed later is read.
+func TestAskStopsAtCtrlC(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	type asked struct {
+		n   int
+		err error
+	}
+	done := make(chan asked)
+	in := term.NewLines(r)
+	go func() {
+		n, err := Ask(ctx, &out, in, 4)
+		done <- asked{n, err}
+	}()
+	cancel()
+	got := <-done // before the fix, Ask read on until a line came: this never returned
+	if got.n != 0 || !errors.Is(got.err, context.Canceled) || !strings.HasSuffix(out.String(), ": \n") {
+		t.Fatalf("Ask at Ctrl-C: %d, %v, printed %q", got.n, got.err, out.String())
 	}
 }
 

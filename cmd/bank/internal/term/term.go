@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/mattn/go-isatty"
 	"golang.org/x/term"
@@ -35,27 +36,61 @@ func Width(v any) int {
 	return w
 }
 
-// EnterPrompt returns a pause that says prompt (with the next step's name
-// for %s) and waits for Enter on in, or for ctx to end. Enter is read on
-// a goroutine of its own, so that Ctrl-C at the prompt ends the run at
-// once instead of waiting for a line.
-func EnterPrompt(ctx context.Context, in io.Reader, out io.Writer, prompt string) func(next string) {
-	lines := bufio.NewReader(in)
-	enter := make(chan struct{})
-	go func() {
-		defer close(enter)
-		for {
-			if _, err := lines.ReadString('\n'); err != nil {
-				return
+// Lines reads an input a line at a time on a goroutine of its own, so
+// that whoever waits for a line (a prompt) stops waiting as soon as its
+// context ends, at Ctrl-C, instead of sitting in a read that only a line
+// can end. The goroutine starts at the first Next; one Lines per input,
+// used by one caller at a time (a second reader would take its lines).
+type Lines struct {
+	in    *bufio.Reader
+	start sync.Once
+	ch    chan line
+	err   error // the read's error, once there was one
+}
+
+type line struct {
+	s   string
+	err error
+}
+
+// NewLines reads in a line at a time.
+func NewLines(in io.Reader) *Lines { return &Lines{in: bufio.NewReader(in)} }
+
+// Next is the next line, its newline included, or what was read before
+// the input ended with the input's error; or, when ctx ends first, ctx's
+// error. After an error it returns that error again.
+func (l *Lines) Next(ctx context.Context) (string, error) {
+	l.start.Do(func() {
+		l.ch = make(chan line)
+		go func() {
+			for {
+				s, err := l.in.ReadString('\n')
+				l.ch <- line{s, err}
+				if err != nil {
+					return
+				}
 			}
-			enter <- struct{}{}
-		}
-	}()
+		}()
+	})
+	if l.err != nil {
+		return "", l.err
+	}
+	select {
+	case r := <-l.ch:
+		l.err = r.err
+		return r.s, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// EnterPrompt returns a pause that says prompt (with the next step's name
+// for %s) and waits for Enter on in, or for ctx to end (Ctrl-C at the
+// prompt ends the run at once instead of waiting for a line).
+func EnterPrompt(ctx context.Context, in *Lines, out io.Writer, prompt string) func(next string) {
 	return func(next string) {
 		fmt.Fprintf(out, prompt, next)
-		select {
-		case <-enter:
-		case <-ctx.Done():
+		if _, err := in.Next(ctx); err != nil && ctx.Err() != nil {
 			fmt.Fprintln(out)
 		}
 	}

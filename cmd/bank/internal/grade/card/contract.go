@@ -6,6 +6,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/scenarios/render"
 )
 
 // Contract is what bank grade expects of a server: the lesson's API.
@@ -150,7 +151,9 @@ Checks (required unless marked):
 		if !c.Required {
 			req = "  (recommended)"
 		}
-		fmt.Fprintf(&b, "  %-15s %s%s\n", c.Name, c.Title, req)
+		for _, l := range render.Fold(fmt.Sprintf("  %-15s %s%s", c.Name, c.Title, req), render.Width, strings.Repeat(" ", 18)) {
+			b.WriteString(l + "\n")
+		}
 	}
 	b.WriteString(`
 Exit status: 0 when every required check passes, 1 when one fails, 2 for a

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fatih/color"
 
@@ -20,11 +21,15 @@ import (
 // Print prints rep, the report card of a grade of command with lockTTL:
 // one line per check, and for each failure the mistake it looks like,
 // where to see it done right, and the evidence (for every check when
-// verbose). When verbose, each failure's diagram follows its evidence,
-// drawn in width columns (render.Width when 0).
+// verbose), every line folded at spaces to width columns (render.Width
+// when 0), under its own text. When verbose, each failure's diagram
+// follows its evidence, drawn in width columns.
 func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duration, colour, verbose bool, width int) {
 	if len(rep.Results) == 0 {
 		return
+	}
+	if width == 0 {
+		width = render.Width
 	}
 	paint := func(c *color.Color, s string) string {
 		if !colour {
@@ -33,21 +38,36 @@ func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duratio
 		c.EnableColor()
 		return c.Sprint(s)
 	}
-	fmt.Fprintf(w, "report card for: %s   (LOCK_TTL_MS=%d)\n\n", strings.Join(command, " "), lockTTL.Milliseconds())
+	// say prints s folded, its later lines starting with cont; head, the
+	// start of its first line, in colour c (when not nil).
+	say := func(s, cont string, head string, c *color.Color) {
+		for i, l := range render.Fold(breakable(s, width-len(cont)), width, cont) {
+			if i == 0 && c != nil && strings.HasPrefix(l, head) {
+				l = paint(c, head) + l[len(head):]
+			}
+			fmt.Fprintln(w, l)
+		}
+	}
+	say(fmt.Sprintf("report card for: %s   (LOCK_TTL_MS=%d)", strings.Join(command, " "), lockTTL.Milliseconds()), "  ", "", nil)
+	fmt.Fprintln(w)
+	const under = "         " // the check's lines, under its name
 	for _, r := range rep.Results {
-		mark := map[string]string{grade.Pass: paint(color.New(color.FgGreen), "pass   "), grade.Fail: paint(color.New(color.FgRed, color.Bold), "FAIL   "),
-			grade.NA: "n/a    ", grade.Unknown: paint(color.New(color.FgYellow, color.Bold), "unknown")}[r.Verdict]
+		mark := map[string]string{grade.Pass: "pass   ", grade.Fail: "FAIL   ", grade.NA: "n/a    ", grade.Unknown: "unknown"}[r.Verdict]
+		c := map[string]*color.Color{grade.Pass: color.New(color.FgGreen), grade.Fail: color.New(color.FgRed, color.Bold),
+			grade.Unknown: color.New(color.FgYellow, color.Bold)}[r.Verdict]
 		title := r.Title
 		if !r.Required {
 			title += " (recommended)"
 		}
-		fmt.Fprintf(w, "%s  %-15s %s\n         %s\n", mark, r.Name, title, r.Why)
+		say(fmt.Sprintf("%s  %-15s %s", mark, r.Name, title), under+strings.Repeat(" ", 16), mark, c)
+		say(under+r.Why, under, "", nil)
 		if r.Verdict == grade.Fail {
-			fmt.Fprintf(w, "         looks like: %s\n         see it done right: %s\n", looksLike(r), r.See)
+			say(under+"looks like: "+looksLike(r), under+"  ", "", nil)
+			say(under+"see it done right: "+r.See, under+"  ", "", nil)
 		}
 		if r.Verdict == grade.Fail || r.Verdict == grade.Unknown || verbose {
 			for _, e := range r.Evidence {
-				fmt.Fprintf(w, "           %s\n", e)
+				say(under+"  "+e, under+"    ", "", nil)
 			}
 		}
 		if r.Verdict == grade.Fail && verbose && r.Recording != nil {
@@ -55,16 +75,36 @@ func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duratio
 		}
 	}
 	for _, name := range rep.NotRun {
-		fmt.Fprintf(w, "%s  %-15s %s\n", "not run", name, "(the grade stopped before it)")
+		say(fmt.Sprintf("%s  %-15s %s", "not run", name, "(the grade stopped before it)"), under+strings.Repeat(" ", 16), "", nil)
 	}
 	if seen := observed(rep); seen != "" {
-		fmt.Fprintf(w, "\nwhat your server did: %s\n", seen)
+		fmt.Fprintln(w)
+		say("what your server did: "+seen, "  ", "", nil)
 	}
-	fmt.Fprintf(w, "\n%s\n", tally(rep))
+	fmt.Fprintln(w)
+	say(tally(rep), "  ", "", nil)
 	word, why := verdict(rep)
 	c := map[string]*color.Color{grade.Pass: color.New(color.FgGreen, color.Bold), grade.Fail: color.New(color.FgRed, color.Bold),
 		grade.Unknown: color.New(color.FgYellow, color.Bold), grade.Stopped: color.New(color.FgRed, color.Bold)}[rep.Verdict]
-	fmt.Fprintln(w, "verdict: "+paint(c, word)+" ("+why+")")
+	for i, l := range render.Fold("verdict: "+word+" ("+why+")", width, "  ") {
+		if i == 0 {
+			l = "verdict: " + paint(c, word) + strings.TrimPrefix(l, "verdict: "+word)
+		}
+		fmt.Fprintln(w, l)
+	}
+}
+
+// breakable is s with a space after each comma of a word too long for a
+// line of room columns (a JSON body the server sent: {"transferId":1,…}),
+// so that it folds there; every other word is left as it is.
+func breakable(s string, room int) string {
+	words := strings.Split(s, " ")
+	for i, w := range words {
+		if utf8.RuneCountInString(w) > room && strings.Contains(w, ",") {
+			words[i] = strings.ReplaceAll(w, ",", ", ")
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // observed says what the server did across the whole grade, where one
