@@ -88,7 +88,11 @@ func pause(t *trial) {
 	}
 	if b.waiter == nil {
 		got, _ := finish()
-		if n := t.count(1, 2, tenThousand); n > 1 {
+		switch n := t.count(1, 2, tenThousand); {
+		case n > 1 && b.madeEarly && !b.saw409:
+			t.failAs(mKeysNotShared, "server B never saw the key server A had claimed: to a copy sent while A's lock was still valid, B answered with a transfer of its own, without a 409; A, resumed, committed its transfer too: money moved %s", bank.Times(n))
+			return
+		case n > 1:
 			t.fail("server A, resumed, committed its transfer, and server B made another: money moved %s", bank.Times(n))
 			return
 		}
@@ -199,6 +203,7 @@ func (t *trial) fenced(mark int64, aPID, bPID int, aGot, bGot reply, bOK, tookOv
 // claimed it (between sending and its transfer's wait on Ada's row).
 type claim struct {
 	at        time.Time // the claim, or the latest it can have been
+	earliest  time.Time // the claim, or the earliest it can have been (the request's sending)
 	witnessed bool
 	xact      uint64 // its transaction, when witnessed
 	text      string
@@ -209,13 +214,13 @@ func (c claim) String() string { return c.text }
 // claimOf finds A's claim of key in the witness's record: the first
 // committed write that names it.
 func (t *trial) claimOf(key string, mark int64, sent, blocked time.Time) claim {
-	c := claim{at: blocked, text: "no committed write of the server's names the key: the grader takes A's claim to have come between the request and its wait on Ada's row"}
+	c := claim{at: blocked, earliest: sent, text: "no committed write of the server's names the key: the grader takes A's claim to have come between the request and its wait on Ada's row"}
 	if !t.witnessed() {
 		return c
 	}
 	for _, w := range t.writesSince(mark) {
 		if w.Names(key) && !lessonTable(w.Table) {
-			c.at, c.witnessed, c.xact = w.At, true, w.Xact
+			c.at, c.earliest, c.witnessed, c.xact = w.At, w.At, true, w.Xact
 			c.text = fmt.Sprintf("the witness: A's claim, transaction %d, wrote %s (%s)", w.Xact, w.Table, w.Op)
 			break
 		}
@@ -229,6 +234,9 @@ type bSide struct {
 	pending *pending // the copy B has not answered yet
 	why     string   // when B never waited on A: what it did
 	saw409  bool     // B answered a copy 409: it saw A's key
+	// madeEarly: B answered a copy with a new transfer (201, not a replay)
+	// to a copy sent before any lock A took could expire.
+	madeEarly bool
 }
 
 // waiter is a session waiting on another's transaction, as PostgreSQL
@@ -265,7 +273,8 @@ func (t *trial) copiesToB(rb request, a int, c claim) bSide {
 				t.must(&unsureError{"server B replayed a finished transfer while server A was paused: A was not frozen in time"})
 			}
 			if got.definitive() {
-				return bSide{saw409: saw409, why: fmt.Sprintf("server B answered %s without waiting on A's transaction", got.short())}
+				early := got.Status == 201 && !got.Replayed && sentAt.Before(c.earliest.Add(t.cfg.LockTTL))
+				return bSide{saw409: saw409, madeEarly: early, why: fmt.Sprintf("server B answered %s without waiting on A's transaction", got.short())}
 			}
 			if got.Status == 409 && sentAt.After(expired) {
 				return bSide{saw409: true, why: fmt.Sprintf("server B answered 409 to a copy sent %s after A's claim, when any lock A took must have expired (LOCK_TTL_MS=%d): the lock outlives LOCK_TTL_MS, so it could not be taken over in time (the crash check measures how long it lasts)",
