@@ -119,7 +119,7 @@ var Quiz = []Question{
 	{"retention", "Ada's key was deleted by a clean-up that keeps 24 hours. Her phone retries 25 hours later. What happens?", "Sep 25 11:00 Ada's phone is back and retries:", 0, pickRest,
 		[]string{"201 transfer 1 (replayed)", "201 transfer 2", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is gone, so the retry looks new: money moves again. Keep keys longer than the longest retry."},
 	{"retention", "Bola's phone retries 25 hours later, with keys kept 48 hours. What happens?", "Sep 27 12:00 Bola's phone is back and retries:", 0, pickRest,
-		[]string{"201 transfer 3 (replayed)", "201 transfer 4", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is still there: the stored answer is replayed."},
+		[]string{"201 transfer 4 (replayed)", "201 transfer 5", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is still there: the stored answer is replayed."},
 	{"naive", "Three statements and no transaction; the recipient does not exist. What is the bank's total afterwards?", "after:", 0, pickTotal,
 		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "The debit committed on its own and the rest failed: ₦10,000 vanished."},
 	{"atomic", "The same three statements in one transaction. What is the total afterwards?", "after:", 0, pickTotal,
