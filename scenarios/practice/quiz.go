@@ -110,7 +110,7 @@ var Quiz = []Question{
 	{"race", "With the lesson's transfer (FOR UPDATE, then a conditional debit), what does the second transfer get?", "A commits; B runs on the new balance:", 0, pickStatus,
 		[]string{"201", "409", "422", "500"}, "It waited for the row, then found ₦5,000: 422 insufficient_funds."},
 	// end to end.
-	{"ledger-key", "A resend job bypasses the key store, but every ledger row carries the key under a unique index. Which SQLSTATE refuses it?", "  (SQLSTATE", 0, pickSQLState,
+	{"ledger-key", "A support tool bypasses the key store, but every ledger row carries the key under a unique index. Which SQLSTATE refuses it?", "  (SQLSTATE", 0, pickSQLState,
 		[]string{"23503", "23505", "23514", "40001"}, "23505, a unique violation: the ledger's own key is the last line of defence."},
 	{"webhook", "A provider delivers the same event twice more, at the same moment, to a handler that records nothing. What happens?", "deliveries 2 and 3 of evt_1001, at the same moment:", 0, pickRest,
 		[]string{"credited x2", "ignored x2", "credited, ignored", "409 x2"}, "Nothing remembers the event: every delivery credits Bola again."},
