@@ -171,6 +171,10 @@ func (p *textPrinter) step(title string, part bool) {
 	p.print("» "+title, "  ", p.title)
 	if note := p.sc.Explain[title]; note != "" {
 		for _, l := range strings.Split(strings.TrimRight(note, "\n"), "\n") {
+			if l == "" { // a blank line stays blank, with no indent
+				fmt.Fprintln(p.w)
+				continue
+			}
 			if strings.HasPrefix(l, " ") { // a drawing: as it is
 				fmt.Fprintln(p.w, p.dim.Sprint("  "+l))
 				continue
