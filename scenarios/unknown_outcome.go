@@ -45,7 +45,7 @@ var UnknownOutcome = &lab.Scenario{
 		lab.Intent("case 3's ₦3,000", 1, 2, 300_000, 1)
 
 		lab.Say("Ada makes three taps, each with its own idempotency key: an id the app makes once per tap and sends with every retry of it.")
-		lab.Say("the server keeps its keys in a key store, a table in PostgreSQL. It claims a new key before working (a row marked in progress and locked for 30 s, so that no copy runs meanwhile), and stores its answer under the key in the transfer's own transaction; a request with a completed key gets that answer again, replayed, instead of a second transfer. If the work fails unexpectedly, the key is released (its row deleted), so that a retry runs afresh.")
+		lab.Say("the server keeps its keys in a key store, a table in PostgreSQL. It claims a new key before working (a row marked in progress and locked for 30 s, so that no second delivery of the same request runs meanwhile), and stores its answer under the key in the transfer's own transaction; a request with a completed key gets that answer again, replayed, instead of a second transfer. If the work fails unexpectedly, the key is released (its row deleted), so that a retry runs afresh.")
 		lab.Step("three timeouts")
 		lab.Say("the phone times out on all three:")
 		// Case 1: the network loses the request; nothing reaches the server.

@@ -312,7 +312,8 @@ func (p *textPrinter) mark(line string) {
 
 func (p *textPrinter) verdict(v lab.Verdict) {
 	fmt.Fprintln(p.w)
-	fmt.Fprintln(p.w, "invariants:")
+	// The words every verdict uses, said where they are first needed.
+	p.print("invariants: checked in PostgreSQL after the run (the ledger: the transfers recorded, which every balance must add up to; an intent: one thing a user asked for, such as one tap)", "  ", nil)
 	for _, r := range v.Results {
 		mark := p.good.Sprint("holds ")
 		if !r.Holds {
