@@ -34,7 +34,7 @@ var Naive = &lab.Scenario{
 				return err
 			}
 			lab.SayVerbatim("failed: %s", pgErr.Message)
-			lab.Say("  (the lesson's line, PostgreSQL's own message, kept whole; SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
+			lab.Say("  (the line above is the lesson's own, wider than 80 columns to keep PostgreSQL's message whole; SQLSTATE %s: the foreign key, the rule that a transfer's accounts must exist, refused account 99)", pgErr.Code)
 		}
 		lab.Balances(ctx, "after: ")
 		return nil
