@@ -119,6 +119,7 @@ type Store struct {
 type Event struct {
 	Kind        EventKind
 	LockedUntil time.Time // for Claimed and TookOver
+	Status      int       // for Completed: the stored answer's status
 }
 
 // EventKind names what the store did.
@@ -378,7 +379,9 @@ func (s *Store) run(ctx context.Context, db DB, r Request, lock string, work Wor
 		s.release(ctx, db, r, lock)
 		return Response{}, fmt.Errorf("committing: %w", err)
 	}
-	s.observe(ctx, Completed, time.Time{})
+	if s.Observe != nil {
+		s.Observe(ctx, Event{Kind: Completed, Status: resp.Status})
+	}
 	return Response{Status: resp.Status, Body: stored}, nil
 }
 

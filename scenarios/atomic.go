@@ -38,7 +38,7 @@ var Atomic = &lab.Scenario{
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
 			lab.SayVerbatim("failed: %s", pgErr.Message)
-			lab.Say("  (PostgreSQL's own message, SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
+			lab.Say("  (PostgreSQL's own message, SQLSTATE %s: the foreign key, the rule that a transfer's accounts must exist, refused account 99)", pgErr.Code)
 		} else if err != nil {
 			return err
 		}

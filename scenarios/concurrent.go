@@ -22,7 +22,7 @@ import (
 // intent at once, and exactly one transfer.
 var Concurrent = &lab.Scenario{
 	Name:     "concurrent",
-	Summary:  "a double tap and a storm of 50 copies: one claims the key, the rest get 409, money moves once",
+	Summary:  "a double tap and a storm of 50 copies: one claims the key, the others wait for its answer or get 409, money moves once",
 	Section:  "Two copies at the same moment",
 	Prevents: "a double tap moving money twice: only one copy can claim the key",
 	Explain: map[string]string{
@@ -37,13 +37,19 @@ var Concurrent = &lab.Scenario{
 		lab.Intent("the double tap of ₦5,000, with a pool", 1, 2, 500_000, 1)
 		lab.Intent("the storm's intent", 1, 2, 100_000, 1)
 		// double sends two copies of tap through h: the first is held
-		// inside its transaction while the second is sent.
-		double := func(tap api.Call, h api.Handler, serial bool) (first, second idem.Response, err error) {
+		// inside its transaction while the second is sent. Behind a gate
+		// (one query at a time) the second has arrived, and waits, before
+		// the first goes on.
+		double := func(tap api.Call, h api.Handler, gate <-chan struct{}) (first, second idem.Response, err error) {
 			held := lab.Hold(&handler.Hooks.BeforeStore, func() (idem.Response, error) { return h.Handle(ctx, tap) })
 			var err2 error
 			sent := lab.Go(func() { second, err2 = h.Handle(ctx, tap) })
-			if !serial {
+			if gate == nil {
 				<-sent // with a pool, the second copy is answered while the first is held
+			} else {
+				<-gate // the first copy's
+				<-gate // the second's: it waits for the first to commit
+				lab.Arrow("server", postgres, "second copy waits: one query at a time, and the first copy's transaction is open", "in-progress")
 			}
 			first, err = held.Finish()
 			<-sent // one query at a time: only now can the second copy run
@@ -53,7 +59,8 @@ var Concurrent = &lab.Scenario{
 		lab.Say("a double tap sends one request twice at the same moment, with the same idempotency key (the id the app makes once per tap and sends with every copy); a storm sends it many times. Each part below is a new tap, with a key of its own.")
 		lab.Part("a database that runs one query at a time: a double tap of ₦10,000")
 		tap := api.Call{UserID: 1, Key: "double-tap-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
-		r, second, err := double(tap, lab.OneAtATime(server), true)
+		gate := lab.OneAtATime(handler)
+		r, second, err := double(tap, lab.Server("server", gate), gate.Arrived())
 		lab.Must(err)
 		lab.Reply(r, "first:  %d %s %s", r.Status, replayedWord(r.Replayed), errorOrOK(r.Body))
 		lab.Reply(second, "second: %d %s %s", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body))
@@ -63,7 +70,7 @@ var Concurrent = &lab.Scenario{
 
 		lab.Part("PostgreSQL with a pool of connections: a double tap of ₦5,000")
 		tap = api.Call{UserID: 1, Key: "double-tap-0000000002", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 500000}`), Now: lab.Clock.Now()}
-		r, second, err = double(tap, server, false)
+		r, second, err = double(tap, server, nil)
 		lab.Must(err)
 		lab.Reply(r, "first:  %d %s %s", r.Status, replayedWord(r.Replayed), errorOrOK(r.Body))
 		lab.Reply(second, "second: %d %s %s (Retry-After: %s)", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body), api.RetryAfter(second.Status))

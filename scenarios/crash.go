@@ -40,6 +40,10 @@ var Crash = &lab.Scenario{
 		serverA := &api.Transfers{DB: sessionA, Keys: keys}
 		serverB := &api.Transfers{DB: lab.DB, Keys: keys}
 		A, B := lab.Server("server A", serverA), lab.Server("server B", serverB)
+		// Drawn only if A's transfer really ran: the hook comes after it.
+		serverA.Hooks.BeforeStore = func(context.Context) {
+			lab.Arrow("server A", postgres, "its transfer runs, inside its transaction, not yet committed", "")
+		}
 
 		lab.Step("server A claims the key")
 		lab.Say("Ada's ₦10,000 to Bola reaches server A with its idempotency key, the id the app sends with every retry of the tap; the retries go to server B, another copy of the server on the same database. Claiming the key marks it in progress in the key store, a table in PostgreSQL.")
@@ -48,8 +52,8 @@ var Crash = &lab.Scenario{
 			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})
 		// The hook runs only once the claim succeeded: the lesson's "proceed".
+		lab.Say("the key store answers a claim that succeeded with proceed: go ahead and transfer. In the lesson's words:")
 		lab.Say("server A claimed the key: proceed and then went silent")
-		lab.Say("  (proceed: the key store's answer to a claim that succeeded, go ahead and transfer)")
 
 		lab.Step("retry after 10 s")
 		early := B.Send(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(10 * time.Second)})

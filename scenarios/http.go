@@ -58,11 +58,12 @@ var HTTP = &lab.Scenario{
 			switch {
 			case a.Status == 0:
 				lab.Say("attempt %d: network error (%s)%s", a.N, a.Network, willRetry(a.Retry))
-				lab.Say("  (Node's fetch reports this error as a TypeError; Go's client says what happened)")
+				lab.Say("  (the lesson's client is written in Node.js, whose fetch reports this error as a TypeError; this lab is written in Go, whose client says what happened)")
 			case a.Retry:
 				lab.Say("attempt %d: %d%s", a.N, a.Status, willRetry(true))
 			default:
 				lab.Say("attempt %d: %d replayed: %t", a.N, a.Status, a.Replayed)
+				lab.Say("  (the lesson's own line: %d is the status; \"replayed: %t\" is the answer's Idempotent-Replayed header: %s)", a.Status, a.Replayed, replayedMeaning(a.Replayed))
 			}
 		}
 
@@ -78,4 +79,12 @@ var HTTP = &lab.Scenario{
 		lab.Balances(ctx, "")
 		return nil
 	},
+}
+
+// replayedMeaning says what an answer's Idempotent-Replayed header means.
+func replayedMeaning(replayed bool) string {
+	if replayed {
+		return "this is the answer stored for attempt 1, sent again, not a second transfer"
+	}
+	return "the server ran the request afresh"
 }

@@ -53,6 +53,7 @@ var KeyMisuse = &lab.Scenario{
 			}
 			lab.Reply(resp, "%-26s %d %s %s", r.label, resp.Status, replayedWord(resp.Replayed), errorOrOK(resp.Body))
 		}
+		lab.Say("a refusal is a final answer, as a success is: the server stored Bola's 422 with his key, in the same transaction a transfer would have used, and his retry got it replayed rather than checked again. One request gets one answer: a retry never turns into a transfer the first attempt was refused (after a deposit, say). Only an unexpected error releases the key, so that a retry runs afresh.")
 		lab.Balances(ctx, "")
 		return nil
 	},

@@ -16,9 +16,9 @@ import (
 )
 
 // The ledger's own key. The API answers Ada's tap through the key store,
-// as it should. Then a second code path (a nightly "resend what looks
-// stuck" job, written in a hurry) sends the same request again straight
-// to the transfer, bypassing the store. With a ledger that does not know
+// as it should, but the answer is lost and her app times out. She reports
+// it, and support sends her request again with a tool written in a hurry:
+// a second code path, straight to the transfer, bypassing the store. With a ledger that does not know
 // the key, money moves twice. With the key written on every ledger row
 // under a unique index, the database itself refuses the second transfer.
 var LedgerKey = &lab.Scenario{
@@ -28,7 +28,7 @@ var LedgerKey = &lab.Scenario{
 	Fix:     "the safe part above: the key on every ledger row, unique",
 	Blind:   twiceBlind,
 	Explain: map[string]string{
-		"broken: a ledger that does not know the key":  "The API goes through the key store; the resend job calls the transfer directly, so nothing it does looks at the key.",
+		"broken: a ledger that does not know the key":  "The API goes through the key store; the support tool calls the transfer directly, so nothing it does looks at the key.",
 		"safe: the ledger row carries the key, unique": "Both paths stamp the transfer row with the key, in the transfer's transaction, under a unique index: a second row with the same key cannot commit.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
@@ -42,7 +42,7 @@ var LedgerKey = &lab.Scenario{
 		}))
 		lab.Exec(ctx, bank.LedgerKeySchema)
 
-		lab.Say("two ways a request reaches the transfer. The API goes through the key store, the table in PostgreSQL where it claims each request's idempotency key and stores its answer, so that a retry is replayed. A resend job, written in a hurry, sends again, straight to the transfer code, every request whose answer never reached the phone.")
+		lab.Say("two ways a request reaches the transfer. The API goes through the key store, the table in PostgreSQL where it claims each request's idempotency key and stores its answer, so that a retry is replayed. A support tool, written in a hurry, goes straight to the transfer code: when a customer reports that her app timed out, support sends her request again with it, key and all, without asking the key store.")
 		lab.Part("broken: a ledger that does not know the key")
 		lab.Intent("Ada's ₦10,000 tap", 1, 2, 1_000_000, 1).ShownBroken()
 		call := api.Call{UserID: 1, Key: "tap-ledger-000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
@@ -50,7 +50,7 @@ var LedgerKey = &lab.Scenario{
 		lab.Reply(r, "Ada's ₦10,000 to Bola, through the API and its key store: %d %s, but the answer is lost on the way to the phone", r.Status, transferLabel(r.Body))
 		resent, err := resendJob(ctx, lab, call.Key, adaPaysBola, false)
 		lab.Must(err)
-		lab.Reply(resent, "its answer never reached the phone, so the resend job sends it again, around the key store: %d %s", resent.Status, transferLabel(resent.Body))
+		lab.Reply(resent, "Ada's app timed out, so she reports the tap; support sends it again with the support tool, around the key store: %d %s", resent.Status, transferLabel(resent.Body))
 
 		lab.Part("safe: the ledger row carries the key, unique")
 		stamp = true
@@ -64,8 +64,8 @@ var LedgerKey = &lab.Scenario{
 		if !errors.As(err, &pgErr) {
 			return fmt.Errorf("the ledger should have refused the resend, got %w", gotten(err))
 		}
-		lab.Say("its answer never reached the phone, so the resend job sends it again, around the key store: %s", pgErr.Message)
-		lab.Say("  (SQLSTATE %s: the resend's transaction rolled back, transfer and all)", pgErr.Code)
+		lab.Say("Ada's app timed out, so she reports the tap; support sends it again with the support tool, around the key store: %s", pgErr.Message)
+		lab.Say("  (SQLSTATE %s: the support tool's transaction rolled back, transfer and all)", pgErr.Code)
 		lab.Balances(ctx, "")
 		return nil
 	},
@@ -96,12 +96,13 @@ func ledgerTransfer(ctx context.Context, tx pgx.Tx, key, body string, stamp bool
 	return api.Answer(o), err
 }
 
-// resendJob is BROKEN ON PURPOSE: a second code path that sends a request
-// again straight to the transfer, without asking the key store.
+// resendJob is BROKEN ON PURPOSE: the support tool, a second code path
+// that sends a request again straight to the transfer, without asking the
+// key store.
 func resendJob(ctx context.Context, lab *lab.Lab, key, body string, stamp bool) (idem.Response, error) {
 	var r struct{ From, To, AmountKobo int64 }
 	lab.Must(json.Unmarshal([]byte(body), &r))
-	lab.Arrow("resend job", postgres, fmt.Sprintf("BEGIN; transfer %s %d→%d; COMMIT", bank.Naira(r.AmountKobo), r.From, r.To), "")
+	lab.Arrow(supportTool, postgres, fmt.Sprintf("BEGIN; transfer %s %d→%d; COMMIT", bank.Naira(r.AmountKobo), r.From, r.To), "")
 	var resp idem.Response
 	err := pgx.BeginFunc(ctx, lab.DB, func(tx pgx.Tx) (err error) {
 		resp, err = ledgerTransfer(ctx, tx, key, body, stamp)
@@ -110,9 +111,12 @@ func resendJob(ctx context.Context, lab *lab.Lab, key, body string, stamp bool) 
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr):
-		lab.Arrow(postgres, "resend job", "refused: "+pgErr.Code+", the key is on a ledger row already: ROLLBACK", "refused")
+		lab.Arrow(postgres, supportTool, "refused: "+pgErr.Code+", the key is on a ledger row already: ROLLBACK", "refused")
 	case err == nil:
-		lab.Arrow(postgres, "resend job", "committed: "+transferLabel(resp.Body), "")
+		lab.Arrow(postgres, supportTool, "committed: "+transferLabel(resp.Body), "")
 	}
 	return resp, err
 }
+
+// supportTool is the lane the support tool's requests are drawn from.
+const supportTool = "support tool"

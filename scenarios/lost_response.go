@@ -25,9 +25,9 @@ var LostResponse = &lab.Scenario{
 		lab.LedgerAgrees: "both transfers are recorded, so the books agree",
 	},
 	Explain: map[string]string{
-		"retry after a lost response": `The "network" delivers each attempt to the server, which commits; the first response is then lost.
+		"retry after a lost response": `Ada is on a bus. The server commits her transfer, and its answer is lost as the bus drives into a tunnel; her app retries.
 To the phone a lost response, a request that never arrived and one that failed all look the same.
-The lesson's own figure follows, kept whole (two of its lines are wider than 80 columns); its tunnel is the one Ada's bus drives into:
+The lesson's own figure follows, kept whole (two of its lines are wider than 80 columns); its phone is Ada's app, its database PostgreSQL (the lab's diagram names them app and PostgreSQL):
 
  phone                       server                         database
    |  POST /transfers  ------->   |                               |

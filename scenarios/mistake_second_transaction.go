@@ -20,7 +20,7 @@ var SecondTransaction = &lab.Mistake{
 	Happens: "a crash between the two commits leaves a done transfer with no stored response; the retry transfers again",
 	Fix:     "the transfer and the stored response commit in one transaction",
 	Why:     "the transfer commits first, and the answer is stored by a second commit. A crash between the two leaves the money moved and the key in progress with no answer; once its lock expires, the retry takes the key over, finds nothing stored, and transfers again.",
-	Holds:   "a crash takes the transfer and its stored answer together, or neither: here it takes both, so the key is in progress with no transfer behind it, and the retry that takes it over makes the only transfer.",
+	Holds:   "a crash takes the transfer and its stored answer together, or neither: here it undid both, so the key is in progress with no transfer behind it, and the retry that takes it over makes the only transfer.",
 	Blind:   twiceBlind,
 	Steps: crashStory(wrong.SecondTransaction, "the server crashes as it stores its answer",
 		func(crash func(context.Context)) api.Hooks { return api.Hooks{BeforeStore: crash} },

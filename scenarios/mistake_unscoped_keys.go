@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
@@ -29,7 +30,7 @@ var UnscopedKeys = &lab.Mistake{
 		lab.LedgerAgrees: "nothing moved for Bola, so the books agree",
 	},
 	Explain: map[string]string{
-		"two users, one key string": "Ada sends ₦10,000 to Bola under the key tap-2026-09-24-0001. Bola's app makes the same key string for his ₦1,000 to Ada; then Bola, who has seen Ada's key, sends a copy of her request under it.",
+		"two users, one key string": "Ada sends ₦10,000 to Bola under the key tap-2026-09-24-0001. Bola's app makes the same key string for his ₦1,000 to Ada; then Bola, who has seen Ada's key, sends a copy of her request under it, and once more under a key string of his own.",
 	},
 	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		leaks := 0
@@ -46,19 +47,26 @@ var UnscopedKeys = &lab.Mistake{
 		for _, c := range []struct {
 			who  string
 			user int64
+			key  string
 			body string
 		}{
-			{"Ada sends ₦10,000 to Bola", 1, adaPaysBola},
-			{"Bola sends ₦1,000 to Ada (his app made the same key string)", 2, `{"from": 2, "to": 1, "amountKobo": 100000}`},
-			{"Bola sends a copy of Ada's request (₦10,000 from her account 1)", 2, adaPaysBola},
+			{"Ada sends ₦10,000 to Bola", 1, key, adaPaysBola},
+			{"Bola sends ₦1,000 to Ada (his app made the same key string)", 2, key, `{"from": 2, "to": 1, "amountKobo": 100000}`},
+			{"Bola sends a copy of Ada's request (₦10,000 from her account 1)", 2, key, adaPaysBola},
+			// What stops him when the key string is new to the bank: the
+			// transfer itself, which checks whose account pays.
+			{"Bola sends the copy again under a key string no one has used", 2, "tap-2026-09-24-0099", adaPaysBola},
 		} {
-			r := server.Send(ctx, api.Call{UserID: c.user, Key: key, Body: []byte(c.body), Now: lab.Clock.Now()})
+			r := server.Send(ctx, api.Call{UserID: c.user, Key: c.key, Body: []byte(c.body), Now: lab.Clock.Now()})
 			whose := ""
 			if b := adasBalanceIn(r.Body); c.user != 1 && b != "" {
 				leaks++
 				whose = "; Bola now sees Ada's balance: " + b
 			}
-			lab.Reply(r, "%s, key %s: %d%s %s%s", c.who, key, r.Status, replayedNote(r.Replayed), receiptText(r.Body), whose)
+			lab.Reply(r, "%s, key %s: %d%s %s%s", c.who, c.key, r.Status, replayedNote(r.Replayed), receiptText(r.Body), whose)
+			if c.key != key && r.Status == http.StatusNotFound {
+				lab.Say("(a transfer shows a user only his own accounts: to Bola, Ada's account 1 does not exist, so a copy of her request moves nothing; what keeps her stored answer from him is the key store, which must look keys up per user.)")
+			}
 		}
 		lab.Balances(ctx, "")
 		return nil

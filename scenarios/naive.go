@@ -34,7 +34,7 @@ var Naive = &lab.Scenario{
 				return err
 			}
 			lab.SayVerbatim("failed: %s", pgErr.Message)
-			lab.Say("  (PostgreSQL's own message, SQLSTATE %s: the foreign key refused account 99)", pgErr.Code)
+			lab.Say("  (PostgreSQL's own message, SQLSTATE %s: the foreign key, the rule that a transfer's accounts must exist, refused account 99)", pgErr.Code)
 		}
 		lab.Balances(ctx, "after: ")
 		return nil

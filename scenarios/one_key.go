@@ -50,14 +50,14 @@ var OneKey = &lab.Scenario{
 			key := lab.NewKey()
 			ref := "rail-" + key[:8]
 			lab.Effect(fmt.Sprintf("Ada's %s payout, paid by the rail", bank.Naira(c.amount)), 1, func(context.Context) (int, error) { return rail.Payments(ref), nil })
-			lab.Say("the app makes the key when the confirm screen opens: %s", key)
+			lab.Say("the app makes the key when the confirm screen opens, once for the payment, so that tapping Send and every retry carry the same key: %s", key)
 			rail.LoseAnswers(c.lose)
 			rail.DropRequests(c.drop)
 			body := []byte(fmt.Sprintf(`{"from": 1, "amountKobo": %d, "reference": %q}`, c.amount, ref))
 			server := lab.Server("server", api.HandlerFunc(func(ctx context.Context, call api.Call) (idem.Response, error) {
 				req := idem.Request{UserID: call.UserID, Key: call.Key, Method: "POST", Path: "/payouts", Body: call.Body, Now: call.Now}
 				return keys.Do(ctx, lab.DB, req, func(ctx context.Context, tx pgx.Tx) (idem.Response, error) {
-					lab.Say("the API claims the key; the payout's ledger row gets reference %s, made from the key", ref)
+					lab.Say("the API claims the key; the payout's ledger row gets reference %s, made from the key, so a retry of the key makes the same reference even before the row commits (bank scenario rails stores its reference first instead)", ref)
 					res, err := bank.Payout(ctx, tx, rail, 1, c.amount, ref, 3)
 					if err != nil {
 						return idem.Response{}, err

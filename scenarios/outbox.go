@@ -27,7 +27,7 @@ var Outbox = &lab.Scenario{
 	Explain: map[string]string{
 		"broken: send inside the transaction": "The SMS is sent before COMMIT. The server's connection to PostgreSQL then dies, and the transfer rolls back.",
 		"broken: send after the commit":       "The transfer commits, then the server dies before it sends the SMS.",
-		"safe: the outbox":                    "Transfer and outbox row commit together. Worker 1 sends, then its connection dies before it marks the row sent; worker 2 sends again with the same key.",
+		"safe: the outbox":                    "The outbox is a table of messages to send. The transfer and its outbox row (the SMS to send) commit together; a worker, a separate process, sends what the outbox holds. Worker 1 sends, then its connection dies before it marks the row sent; worker 2 sends again with the same key.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		sms := lab.SMS()

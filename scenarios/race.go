@@ -28,7 +28,7 @@ var Race = &lab.Scenario{
 	Prevents: "a balance below zero from two transfers that both read ₦15,000",
 	Explain: map[string]string{
 		"broken: read, check, then write":            "Two sessions each read Bola's balance, decide, and then debit. Nothing stops both from reading the same ₦15,000.",
-		"safe: lock the row, check and debit as one": "bank.Transfer: SELECT ... FOR UPDATE, then UPDATE ... WHERE balance_kobo >= amount.",
+		"safe: lock the row, check and debit as one": "The lab's transfer code (bank.Transfer, a Go function) locks the sender's row with SELECT ... FOR UPDATE, then debits with UPDATE ... WHERE balance_kobo >= amount.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's two top-ups of Bola, ₦10,000 each", 1, 2, 1_000_000, 2)
@@ -90,7 +90,7 @@ var Race = &lab.Scenario{
 		})
 		lab.WaitBlocked(ctx, b, a)
 		lab.Arrow(postgres, "transfer B", "wait: A holds Bola's row", "in-progress")
-		lab.Say("transfer B waits for Bola's row (pg_blocking_pids shows B blocked by A)")
+		lab.Say("transfer B waits for Bola's row (pg_blocking_pids, PostgreSQL's list of the sessions blocking one, shows B blocked by A)")
 		lab.Arrow("transfer A", postgres, "COMMIT", "")
 		lab.Must(txA.Commit(ctx))
 		r := <-second

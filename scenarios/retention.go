@@ -14,7 +14,8 @@ import (
 
 // Keys cannot be kept for ever, so a clean-up job deletes old ones. It may
 // delete completed keys and in-progress keys whose lock has expired, never
-// one whose lock is still valid. And a retry that comes after its key was
+// one whose lock is still valid: Bola's first key, as old as Ada's, is
+// kept because his retry holds its lock while the clean-up runs. And a retry that comes after its key was
 // deleted is a new request. Here a phone that never saw its answer comes
 // back 25 hours later, three times: with keys kept 24 hours (the usual
 // choice) the retry moves the money a second time; with 48 hours it is
@@ -28,15 +29,17 @@ var Retention = &lab.Scenario{
 	Fix:     "keeping keys longer than the longest retry, as the 48-hour and 30-day parts above did",
 	Blind:   twiceBlind,
 	Explain: map[string]string{
-		"broken: keys kept 24 hours, a retry 25 hours late": "24 hours is the usual choice. Ada's answer is lost and her phone goes offline for a day; meanwhile the nightly clean-up runs.",
+		"broken: keys kept 24 hours, a retry 25 hours late": "24 hours is the usual choice. Ada's answer is lost and her phone goes offline for a day; Bola's server crashes in the middle of his ₦2,000 tap. A day later the clean-up job runs, while Bola's retry is at work.",
 		"safe: keys kept 48 hours, the same late retry":     "The same story for Bola, with the clean-up keeping keys 48 hours: longer than his phone stays offline.",
 		"safe: keys kept 30 days, a phone off for ten days": "Some phones stay off for days: the clean-up keeps keys 30 days, the top of the range public payment APIs use (24 hours to 30 days).",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
-		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})})
+		store := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
+		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: store})
 		lab.Intent("Ada's ₦10,000 intent", 1, 2, 1_000_000, 1).ShownBroken()
 		lab.Intent("Bola's ₦1,000 intent", 2, 1, 100_000, 1)
 		lab.Intent("Bola's ₦500 intent", 2, 1, 50_000, 1)
+		lab.Intent("Bola's ₦2,000 intent", 2, 1, 200_000, 1)
 		at := func() string { return lab.Clock.Now().Format("Jan 2 15:04") }
 		// lost: the tap's transfer is made, and its answer lost on the way.
 		lost := func(who string, c api.Call) {
@@ -60,6 +63,7 @@ var Retention = &lab.Scenario{
 			why := keyStates(ctx, lab, now)
 			gone, err := idem.Prune(ctx, lab.DB, now.Add(-d), now)
 			lab.Must(err)
+			lab.Arrow("server", postgres, fmt.Sprintf("clean-up job: delete keys older than %s, unless in progress with a valid lock: %d deleted", window, len(gone)), "")
 			deleted := make([]string, len(gone))
 			for i, k := range gone {
 				deleted[i] = k + " (" + why[k] + ")"
@@ -72,19 +76,45 @@ var Retention = &lab.Scenario{
 		}
 		ada := api.Call{UserID: 1, Key: "ada-offline-tap-1", Body: []byte(adaPaysBola)}
 		bola := api.Call{UserID: 2, Key: "bola-offline-tap-1", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 100000}`)}
+		crashed := api.Call{UserID: 2, Key: "bola-crashed-tap-1", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 200000}`)}
 		bola2 := api.Call{UserID: 2, Key: "bola-offline-tap-2", Body: []byte(`{"from": 2, "to": 1, "amountKobo": 50000}`)}
 		lab.Say("the bank keeps each idempotency key (the id an app sends with every retry of a tap), with its stored answer, for a while; then a clean-up job deletes it. It may delete a completed key, or one in progress whose lock has expired, never one whose lock is still valid. A retry that comes after its key was deleted looks like a new request.")
 
 		lab.Part("broken: keys kept 24 hours, a retry 25 hours late")
 		lab.Clock.At(0)
 		lost("Ada's tap, ₦10,000 to Bola", ada)
-		now := lab.Clock.At(25 * time.Hour)
-		lab.Exec(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, status, lock_id, locked_until, created_at)
-			VALUES (3, 'chidi-crashed-tap-1', 'h', 'in_progress', 'taken-over', $1, $2)`, now.Add(20*time.Second), now.Add(-30*time.Hour))
-		lab.Say("%s Chidi's key, as the lab sets it up: made %s by a request whose server crashed, so it stayed in progress; a retry of his, 30 h later, took the expired lock over 10 s ago and is still working, so the lock is valid 20 s more", at(), now.Add(-30*time.Hour).Format("Jan 2 15:04"))
+		// Bola's server crashes once it has claimed his key: PostgreSQL
+		// ends its session, and the key stays in progress, its lock
+		// running out 30 s later.
+		session := lab.Session(ctx)
+		crashing := &api.Transfers{DB: session, Keys: store}
+		crashing.Hooks.AfterClaim = func(ctx context.Context) {
+			lab.Arrow("server", postgres, "crash: its session ends, and what it had open rolls back", "error")
+			lab.Must(lab.KillSession(ctx, session))
+		}
+		first := crashed
+		first.Now = lab.Clock.Now()
+		if _, err := lab.Server("server", crashing).Handle(ctx, first); err == nil {
+			lab.Must(errors.New("Bola's server should have crashed"))
+		}
+		lab.Say("%s Bola's tap, ₦2,000 to Ada: the server claims his key, which locks it for 30 s, then crashes before it transfers; the key stays in progress, no answer comes, and his phone goes offline too", at())
+		// His retry, a day later, takes the key over and is held at work
+		// while the clean-up runs.
+		retrying := &api.Transfers{DB: lab.DB, Keys: store}
+		again := crashed
+		again.Now = lab.Clock.At(25 * time.Hour)
+		working := lab.Hold(&retrying.Hooks.AfterClaim, func() (idem.Response, error) {
+			return lab.Server("server", retrying).Handle(ctx, again)
+		})
+		lab.Say("%s Bola's phone is back and retries: his key's lock expired long ago, so the retry takes the key over, with a new lock valid 30 s, and starts his transfer, which is still at work when the clean-up runs, a moment later", at())
 		cleanUp("24 h", 24*time.Hour)
+		lab.Say("Bola's key is as old as Ada's, but his retry holds its lock: had the clean-up deleted it, another retry of his would find no key and transfer a second time while this one still works.")
 		retry("Ada's phone is back and retries", ada)
 		lab.Say("her key was deleted before her retry came, so the bank took the retry for a new request: a second ₦10,000 left her account, and the retry made her key afresh, as of %s.", at())
+		r, err := working.Finish()
+		lab.Must(err)
+		moved := lab.Count(ctx, "SELECT count(*) FROM transfers WHERE from_account = 2 AND amount_kobo = 200000")
+		lab.Reply(r, "%s Bola's retry finishes: %d %s; his ₦2,000 has moved %s", at(), r.Status, transferLabel(r.Body), times(moved))
 
 		lab.Part("safe: keys kept 48 hours, the same late retry")
 		lab.Clock.At(49 * time.Hour)
@@ -144,4 +174,17 @@ func keys(ctx context.Context, lab *lab.Lab) []string {
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	lab.Must(err)
 	return out
+}
+
+// times says how many times something happened, in words.
+func times(n int64) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }

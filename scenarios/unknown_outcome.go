@@ -23,7 +23,7 @@ var UnknownOutcome = &lab.Scenario{
 	Section:  "The response that never arrives",
 	Prevents: "both ways of guessing: a lost transfer (no retry) and a double one (a retry with a new key)",
 	Explain: map[string]string{
-		"three timeouts": "Each case is an intent of its own, of ₦1,000, ₦2,000 and ₦3,000, so that the balances tell them apart. The phone times out in all three.",
+		"three timeouts": "Each case is an intent of its own, of ₦1,000, ₦2,000 and ₦3,000, so that the balances tell them apart.",
 		"three retries":  "Each retry carries its own tap's key. The key store decides: a key it does not hold (never sent, or released after the failure) is claimed and run now; a completed key's stored answer is replayed.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
@@ -38,14 +38,14 @@ var UnknownOutcome = &lab.Scenario{
 		}{
 			{"case 1, Ada's ₦1,000 to Bola: the request never arrived", api.Call{UserID: 1, Key: "unknown-never-arrived-1", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 100000}`), Now: now}},
 			{"case 2, Ada's ₦2,000 to Bola: it arrived and failed", api.Call{UserID: 1, Key: "unknown-arrived-failed-2", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 200000}`), Now: now}},
-			{"case 3, Ada's ₦3,000 to Bola: it arrived and succeeded", api.Call{UserID: 1, Key: "unknown-arrived-done-003", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 300000}`), Now: now}},
+			{"case 3, Ada's ₦3,000 to Bola: it arrived and succeeded", api.Call{UserID: 1, Key: "unknown-arrived-done-3", Body: []byte(`{"from": 1, "to": 2, "amountKobo": 300000}`), Now: now}},
 		}
 		lab.Intent("case 1's ₦1,000", 1, 2, 100_000, 1)
 		lab.Intent("case 2's ₦2,000", 1, 2, 200_000, 1)
 		lab.Intent("case 3's ₦3,000", 1, 2, 300_000, 1)
 
 		lab.Say("Ada makes three taps, each with its own idempotency key: an id the app makes once per tap and sends with every retry of it.")
-		lab.Say("the server keeps its keys in a key store, a table in PostgreSQL. It claims a new key before working (a row marked in progress and locked for 30 s, so that no copy runs meanwhile), and stores its answer under the key in the transfer's own transaction; a request with a completed key gets that answer again, replayed, instead of a second transfer. If the work fails unexpectedly, the key is released (its row deleted), so that a retry runs afresh.")
+		lab.Say("the server keeps its keys in a key store, a table in PostgreSQL. It claims a new key before working (a row marked in progress and locked for 30 s, so that no second delivery of the same request runs meanwhile), and stores its answer under the key in the transfer's own transaction; a request with a completed key gets that answer again, replayed, instead of a second transfer. If the work fails unexpectedly, the key is released (its row deleted), so that a retry runs afresh.")
 		lab.Step("three timeouts")
 		lab.Say("the phone times out on all three:")
 		// Case 1: the network loses the request; nothing reaches the server.

@@ -26,7 +26,7 @@ var Webhook = &lab.Scenario{
 	Blind:   map[lab.Check]string{lab.TotalKept: "every credit was booked as a deposit", lab.LedgerAgrees: "every credit was booked as a deposit"},
 	Explain: map[string]string{
 		"broken: credit every delivery":          "Each delivery credits the account, records a deposit, and answers 200.",
-		"safe: record the event with the credit": "processed_events has the provider's event id as its key, and (object, type) unique.\nThe insert and the credit share one transaction; a copy arriving meanwhile waits for it.",
+		"safe: record the event with the credit": "processed_events has the provider's event id as its key, and (object, type) unique: object is the payment the event is about, type what happened to it (payment.succeeded).\nThe insert and the credit share one transaction; a copy arriving meanwhile waits for it.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		credits := func(source string) func(context.Context) (int, error) {

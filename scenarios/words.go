@@ -141,7 +141,7 @@ func nodeObjectNote(body []byte) string {
 		From        int64  `json:"from"`
 		BalanceKobo *int64 `json:"balanceKobo"`
 	}
-	note := "  (the answer's JSON, printed as Node's console.log prints an object, field names bare; to comes before from because jsonb, the type PostgreSQL stored it as, keeps fields in an order of its own"
+	note := "  (the answer's JSON, printed as the lesson's Node.js code prints an object with console.log, field names bare; to comes before from because jsonb, the type PostgreSQL stored it as, keeps fields in an order of its own"
 	if json.Unmarshal(body, &r) == nil && r.BalanceKobo != nil {
 		note += fmt.Sprintf(". balanceKobo is %s's balance after the transfer, in kobo (100 kobo = ₦1): %s", holder[r.From], bank.Naira(*r.BalanceKobo))
 	}

@@ -27,7 +27,7 @@ func (l *Lab) Phone(url string) *client.Client {
 		if a.Status == 0 {
 			l.Say("attempt %d: network error (%s)%s", a.N, a.Network, WillRetry(a.Retry))
 		} else {
-			l.Say("attempt %d: %d replayed: %t", a.N, a.Status, a.Replayed)
+			l.Say("attempt %d: %d, %s", a.N, a.Status, replayedWords(a.Replayed))
 		}
 	}
 	return c
@@ -99,4 +99,13 @@ func WillRetry(retry bool) string {
 		return ", will retry"
 	}
 	return ", giving up"
+}
+
+// replayedWords says what the Idempotent-Replayed header of an answer
+// means: a stored answer sent again, or the server's own work just now.
+func replayedWords(replayed bool) string {
+	if replayed {
+		return "replayed (the answer stored for the first attempt, sent again)"
+	}
+	return "not replayed (the server ran the request afresh)"
 }

@@ -80,15 +80,26 @@ func (h *Held) Finish() (idem.Response, error) {
 // OneAtATime serves one request at a time through h, as the lesson's
 // database (PGlite) does: it runs one query at a time and holds every
 // other back while a transaction is open.
-func (l *Lab) OneAtATime(h api.Handler) *Serial { return &Serial{h: h} }
+func (l *Lab) OneAtATime(h api.Handler) *Serial {
+	return &Serial{h: h, arrived: make(chan struct{}, 1024)}
+}
 
 // Serial is a handler that lets one request in at a time.
 type Serial struct {
-	mu sync.Mutex
-	h  api.Handler
+	mu      sync.Mutex
+	h       api.Handler
+	arrived chan struct{}
 }
 
+// Arrived gives one token for each request that has come in, before it
+// waits for its turn: a story waits on it to know a copy is queued.
+func (o *Serial) Arrived() <-chan struct{} { return o.arrived }
+
 func (o *Serial) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+	select {
+	case o.arrived <- struct{}{}:
+	default: // nobody counts this many: the request is not held up
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.h.Handle(ctx, c)

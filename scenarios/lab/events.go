@@ -1,11 +1,13 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -216,6 +218,9 @@ func keyEventText(l *Lab, e idem.Event, work string) (string, string) {
 	case idem.TookOver:
 		return "lock expired: take the key over (new lock id, until " + l.clockText(e.LockedUntil) + ")", "takeover"
 	case idem.Completed:
+		if e.Status >= 400 { // a refusal: stored as final, nothing made
+			return fmt.Sprintf("no %s: refusal %d stored as the answer: COMMIT", work, e.Status), ""
+		}
 		return work + " + answer stored: COMMIT", ""
 	case idem.Fenced:
 		return "store refused: the lock id changed: ROLLBACK", "fenced"
@@ -327,6 +332,9 @@ func requestText(path string, c api.Call) string {
 	case ok:
 		text += " " + bank.Naira(r.AmountKobo)
 	}
+	if order := fieldOrder(c.Body); ok && order != "from, to, amountKobo" && order != "" {
+		text += " {" + order + "}" // the same request, written another way
+	}
 	if c.UserID != 1 {
 		text += fmt.Sprintf(" as user %d", c.UserID)
 	}
@@ -414,4 +422,20 @@ func (l *Lab) snapshotState(ctx context.Context) {
 		rows.Close()
 	}
 	l.emit(Event{Kind: "state", Balances: &s, Keys: keys})
+}
+
+// fieldOrder is the order a transfer's JSON fields come in, as written
+// (empty if one is missing), so that a reordered request is drawn so.
+func fieldOrder(body []byte) string {
+	names := []string{"from", "to", "amountKobo"}
+	at := map[string]int{}
+	for _, n := range names {
+		i := bytes.Index(body, []byte(`"`+n+`"`))
+		if i < 0 {
+			return ""
+		}
+		at[n] = i
+	}
+	sort.Slice(names, func(i, j int) bool { return at[names[i]] < at[names[j]] })
+	return strings.Join(names, ", ")
 }

@@ -114,7 +114,7 @@ var Quiz = []Question{
 	{"race", "Two transfers of ₦10,000 from Bola's ₦15,000 at once, each the lesson's transfer (FOR UPDATE, then a conditional debit). What does the second get?", "A commits; B runs on the new balance:", 0, pickStatus,
 		[]string{"201", "409", "422", "500"}, "It waited for the row, then found ₦5,000: 422 insufficient_funds.", false},
 	// end to end.
-	{"ledger-key", "A resend job bypasses the key store, but every ledger row carries the key under a unique index. Which SQLSTATE refuses it?", "  (SQLSTATE", 0, pickSQLState,
+	{"ledger-key", "A support tool bypasses the key store, but every ledger row carries the key under a unique index. Which SQLSTATE refuses it?", "  (SQLSTATE", 0, pickSQLState,
 		[]string{"23503", "23505", "23514", "40001"}, "23505, a unique violation: the ledger's own key is the last line of defence.", false},
 	{"webhook", "A provider delivers the same event twice more, at the same moment, to a handler that records nothing. What happens?", "deliveries 2 and 3 of evt_1001, at the same moment:", 0, pickRest,
 		[]string{"credited x2", "ignored x2", "credited, ignored", "409 x2"}, "Nothing remembers the event: every delivery credits Bola again.", false},
@@ -123,7 +123,7 @@ var Quiz = []Question{
 	{"retention", "Ada's key was deleted by a clean-up that keeps 24 hours. Her phone retries 25 hours later. What happens?", "Sep 25 11:00 Ada's phone is back and retries:", 0, pickRest,
 		[]string{"201 transfer 1 (replayed)", "201 transfer 2", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is gone, so the retry looks new: money moves again. Keep keys longer than the longest retry.", false},
 	{"retention", "Bola's phone never saw the answer to his transfer and retries 25 hours later; keys are kept 48 hours. What happens?", "Sep 27 12:00 Bola's phone is back and retries:", 0, pickRest,
-		[]string{"201 transfer 3 (replayed)", "201 transfer 4", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is still there: the stored answer is replayed.", false},
+		[]string{"201 transfer 4 (replayed)", "201 transfer 5", "409 request_in_progress", "422 idempotency_key_reused"}, "The key is still there: the stored answer is replayed.", false},
 	{"naive", "Ada sends ₦10,000 to account 99, which does not exist, as three statements (debit, credit, record) and no transaction. What is the bank's total afterwards?", "after:", 0, pickTotal,
 		[]string{"₦55,000", "₦65,000", "₦75,000", "₦85,000"}, "The debit committed on its own and the rest failed: ₦10,000 vanished.", false},
 	{"atomic", "Ada sends ₦10,000 to account 99, which does not exist, as three statements (debit, credit, record) in one transaction. What is the bank's total afterwards?", "after:", 0, pickTotal,

@@ -181,6 +181,10 @@ func (p *textPrinter) step(title string, part bool) {
 			}
 		}
 		for i, l := range lines {
+			if l == "" { // a blank line stays blank, with no indent
+				fmt.Fprintln(p.w)
+				continue
+			}
 			if strings.HasPrefix(l, " ") { // a drawing: as it is
 				if i == 0 || !strings.HasPrefix(lines[i-1], " ") {
 					p.sayWide(widest, "  (the lesson's figure, kept whole: %d columns)")
@@ -333,7 +337,8 @@ func (p *textPrinter) mark(line string) {
 
 func (p *textPrinter) verdict(v lab.Verdict) {
 	fmt.Fprintln(p.w)
-	fmt.Fprintln(p.w, "invariants:")
+	// The words every verdict uses, said where they are first needed.
+	p.print("invariants: checked in PostgreSQL after the run (the ledger: the transfers recorded, which every balance must add up to; an intent: one thing a user asked for, such as one tap)", "  ", nil)
 	for _, r := range v.Results {
 		mark := p.good.Sprint("holds ")
 		if !r.Holds {

@@ -181,11 +181,15 @@ func (s *StoredKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 			VALUES ($1, $2, $3, 'completed', $4, $5::jsonb, $6)`, user, c.Key, hash, resp.Status, string(resp.Body), c.Now)
 		return err
 	})
+	made := "transfer"
+	if resp.Status >= 400 { // a refusal: nothing made, the answer stored
+		made = fmt.Sprintf("no transfer, refusal %d", resp.Status)
+	}
 	switch {
 	case err == nil && s.Mistake == Unscoped:
-		s.Observe.step(ctx, idem.Completed, time.Time{}, "no such key string: transfer + answer stored under it, for no user: COMMIT")
+		s.Observe.step(ctx, idem.Completed, time.Time{}, "no such key string: "+made+" + answer stored under it, for no user: COMMIT")
 	case err == nil:
-		s.Observe.step(ctx, idem.Completed, time.Time{}, "no such key: transfer + key and answer stored: COMMIT")
+		s.Observe.step(ctx, idem.Completed, time.Time{}, "no such key: "+made+" + key and answer stored: COMMIT")
 	case s.Mistake == Replay500:
 		// The outage's answer is stored as if it were final.
 		s.Observe.step(ctx, idem.Released, time.Time{}, "the transfer failed: ROLLBACK")
