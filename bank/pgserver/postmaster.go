@@ -102,6 +102,7 @@ func (s *Server) launch(ctx context.Context) error {
 		}
 		return err
 	}
+	s.ownAddresses()
 	return nil
 }
 

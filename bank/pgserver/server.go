@@ -99,6 +99,7 @@ type Server struct {
 	measure  bool         // Stop measures the whole slot (MeasureAtStop)
 
 	stallLimit, startLimit time.Duration // Options'
+	owned                  []string      // its addresses in own, while it runs
 
 	stopOnce sync.Once
 	stopErr  error
@@ -203,10 +204,34 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	if err != nil {
+		s.disown()
 		s.slot.release()
 		return nil, err
 	}
 	return s, nil
+}
+
+// ownAddresses records, once the server is ready, its addresses among
+// this process's own servers (see ownConnectLimit).
+func (s *Server) ownAddresses() {
+	s.disown() // a restart's are the same, or on another port
+	if s.tcp {
+		s.owned = append(s.owned, address("127.0.0.1", uint16(s.port)))
+	}
+	if runtime.GOOS != "windows" {
+		s.owned = append(s.owned, address(s.slot.dir, uint16(s.port)))
+	}
+	for _, a := range s.owned {
+		own.Store(a, true)
+	}
+}
+
+// disown takes the server's addresses out of this process's own.
+func (s *Server) disown() {
+	for _, a := range s.owned {
+		own.Delete(a)
+	}
+	s.owned = nil
 }
 
 // prepareHome sets up an installation's directory, holding its lock: the
@@ -447,6 +472,7 @@ func (s *Server) MeasureAtStop() { s.measure = true }
 // next run copies a fresh one. It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		s.disown()
 		if err := s.halt(fast); err != nil {
 			s.stopErr = fmt.Errorf("stopping PostgreSQL: %w", err)
 		} else {

@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/bank/pgserver/pgtest"
@@ -155,4 +158,31 @@ func answerNothing(t *testing.T, told string) {
 		}
 		held = append(held, c)
 	}
+}
+
+// TestSlowConnectionToOwnServer: a connection to the lab's own server
+// that takes longer than the 10 s a --database-url's may take (its
+// postmaster paused 15 s: under wine and load, each connection a new
+// postgres.exe, one took more than 10 s and the run failed with "no
+// answer within 10s") is waited for.
+func TestSlowConnectionToOwnServer(t *testing.T) {
+	t.Parallel()
+	s := start(t, pgserver.Options{CacheDir: pgtest.CacheDir(t)})
+	pm := s.PID()
+	if err := syscall.Kill(pm, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := make(chan struct{})
+	go func() {
+		defer close(resumed)
+		time.Sleep(15 * time.Second)
+		syscall.Kill(pm, syscall.SIGCONT)
+	}()
+	defer func() { <-resumed }()
+	tmpl := pgserver.Template{Prefix: "slowconn", Schema: "v1", Setup: func(context.Context, *pgx.Conn) error { return nil }}
+	c, err := pgserver.Open(context.Background(), s.URL("postgres"), tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 }
