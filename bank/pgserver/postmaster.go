@@ -135,7 +135,7 @@ const (
 func (s *Server) waitReady(ctx context.Context) error {
 	stall, limit := s.limits()
 	w := progress{log: s.LogPath, pid: filepath.Join(s.slot.data, "postmaster.pid")}
-	w.changed()
+	w.look()
 	began := time.Now()
 	last := began // the last sign of progress
 	tick := time.NewTicker(2 * time.Millisecond)
@@ -172,6 +172,9 @@ func (s *Server) waitReady(ctx context.Context) error {
 			if notYet(err) || w.changed() {
 				last = time.Now()
 			}
+		}
+		if time.Since(last) >= stall && w.look() {
+			last = time.Now() // a change the last, throttled, look missed
 		}
 		if quiet := time.Since(last); quiet >= stall {
 			return &Error{notReady(fmt.Sprintf("PostgreSQL stopped getting on with its start: for %s it left a connection unanswered and wrote nothing to its log (%s)", seconds(quiet), s.LogPath))}
@@ -230,11 +233,24 @@ type progress struct {
 	log, pid string
 	size     int64
 	pidText  string
+	looked   time.Time
 }
 
 // changed reports whether the log or the pid file changed since the
-// last look.
+// last look. It looks at most every 100 ms (a tenth of a second is
+// nothing beside the stall limit): under wine every look is a few
+// requests to the one wineserver every process of the prefix needs,
+// PostgreSQL's among them.
 func (p *progress) changed() bool {
+	if time.Since(p.looked) < 100*time.Millisecond {
+		return false
+	}
+	return p.look()
+}
+
+// look is changed without the wait between looks.
+func (p *progress) look() bool {
+	p.looked = time.Now()
 	var size int64 = -1
 	if info, err := os.Stat(p.log); err == nil {
 		size = info.Size()
