@@ -53,7 +53,7 @@ func ensureBase(ctx context.Context, home string, bin Binaries, account *runAs, 
 	say(fmt.Sprintf("preparing a PostgreSQL %d cluster for the lab (first run only: about a second on an idle machine, up to a minute on a busy one)", bin.Major))
 	defer still(say, "still preparing the cluster (initdb)")()
 	building := base + ".building"
-	if err := os.RemoveAll(building); err != nil {
+	if err := removeTree(building); err != nil {
 		return "", envErr("base cluster: %w", err)
 	}
 	if err := os.Mkdir(building, 0o700); err != nil {
@@ -86,7 +86,7 @@ func ensureBase(ctx context.Context, home string, bin Binaries, account *runAs, 
 	if err := syncTree(building); err != nil {
 		return "", envErr("base cluster: %w", err)
 	}
-	if err := os.RemoveAll(base); err != nil {
+	if err := removeTree(base); err != nil {
 		return "", envErr("base cluster: %w", err)
 	}
 	if err := os.Rename(building, base); err != nil {

@@ -199,5 +199,5 @@ func RemoveCache(dir string) error {
 			}
 		}
 	}
-	return os.RemoveAll(abs)
+	return removeTree(abs)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,6 +121,19 @@ func (c *Clones) Close() {
 // answers in milliseconds, even a loaded one.
 const connectLimit = 10 * time.Second
 
+// ownConnectLimit bounds, in its place, a connection to a server this
+// process started and saw ready: that server is there, and one that
+// answers slowly is loaded, not absent. Under wine and load, where each
+// connection is a new postgres.exe, one took more than connectLimit, and
+// the run failed with "no answer within 10s".
+const ownConnectLimit = stallLimit
+
+// own holds the addresses (host:port, as the driver reads them from a
+// URL) of the servers this process started and has not stopped.
+var own sync.Map
+
+func address(host string, port uint16) string { return host + ":" + strconv.Itoa(int(port)) }
+
 // connect opens a connection and turns a failure into one line naming the
 // host and the reason, without the driver's noise.
 func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
@@ -127,8 +141,12 @@ func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, &Error{fmt.Errorf("database URL is not valid: %s", redact(err.Error()))}
 	}
+	_, ours := own.Load(address(cfg.Host, cfg.Port))
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = connectLimit
+		if ours {
+			cfg.ConnectTimeout = ownConnectLimit
+		}
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil && ctx.Err() != nil {
@@ -138,6 +156,8 @@ func connect(ctx context.Context, connString string) (*pgx.Conn, error) {
 		why := reason(err)
 		var tooLong *pgproto3.ExceededMaxBodyLenErr
 		switch {
+		case pgconn.Timeout(err) && ours:
+			why = fmt.Sprintf("no answer within %v from the lab's own server: the machine may be too busy", cfg.ConnectTimeout)
 		case pgconn.Timeout(err):
 			why = fmt.Sprintf("no answer within %v (connect_timeout); is it the right host and port?", cfg.ConnectTimeout)
 		case errors.As(err, &tooLong), strings.Contains(err.Error(), "unknown message type"):

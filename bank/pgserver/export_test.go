@@ -13,3 +13,10 @@ func SetJobLimit(d time.Duration) (restore func()) {
 
 // Usage is usage, for the tests: the space the files below a directory take.
 var Usage = usage
+
+// WithStartLimits is o with the bounds on a start (stallLimit,
+// startLimit) set for a test.
+func WithStartLimits(o Options, stall, limit time.Duration) Options {
+	o.stallLimit, o.startLimit = stall, limit
+	return o
+}

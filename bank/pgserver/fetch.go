@@ -45,7 +45,7 @@ func fetch(ctx context.Context, o Options, libCache, cache string, major int, sa
 	if err != nil {
 		return Binaries{}, err
 	}
-	defer os.RemoveAll(scratch)
+	defer removeTree(scratch)
 	fake := filepath.Join(scratch, "data")
 	if err := os.MkdirAll(fake, 0o700); err != nil {
 		return Binaries{}, err

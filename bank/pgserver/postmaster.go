@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -101,18 +102,42 @@ func (s *Server) launch(ctx context.Context) error {
 		}
 		return err
 	}
+	s.ownAddresses()
 	return nil
 }
 
-// waitReady connects every 2 ms until the server answers, the
-// process exits, or 30 seconds pass. On Windows every connection costs
-// the server a new process (and a slow one under load, above all under
-// wine): there it waits for the pid file to say "ready" before it
-// connects, so that a storm of refused connections cannot starve the
-// crash recovery it waits for, and gives a connection 10 s, not 1 s.
+// Bounds on a start. PostgreSQL gets as long as it needs while it shows
+// that it is getting on: under wine and load it was ready 17 s after it
+// started, and a fixed 30 s (which bank had) was not always enough. It is
+// given up on after stallLimit without any sign of progress, and after
+// startLimit in all, whatever it shows. (Options can shorten both, for
+// the tests.)
+const (
+	stallLimit = time.Minute
+	startLimit = 3 * time.Minute
+)
+
+// waitReady connects every 2 ms until the server answers or the process
+// exits. Signs of progress are: its log grew; its pid file changed (it
+// is written early, and says "ready" once recovery is over); a connection
+// was refused (nothing listens yet: the postmaster is still setting up)
+// or answered "not yet" (SQLSTATE 57P03: starting up, in recovery). What
+// is not progress is a connection taken and left unanswered, with nothing
+// new in the log: a postmaster that hangs. So a slow start is waited for,
+// and a stalled one given up after stallLimit, in one line.
+//
+// On Windows every connection costs the server a new process (and a slow
+// one under load, above all under wine): there it waits for the pid file
+// to say "ready" before it connects, so that a storm of connections
+// cannot starve the crash recovery it waits for; until then the
+// postmaster, alive, is taken to be getting on, as a connection would be
+// refused or answered "not yet".
 func (s *Server) waitReady(ctx context.Context) error {
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
+	stall, limit := s.limits()
+	w := progress{log: s.LogPath, pid: filepath.Join(s.slot.data, "postmaster.pid")}
+	w.look()
+	began := time.Now()
+	last := began // the last sign of progress
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -121,17 +146,119 @@ func (s *Server) waitReady(ctx context.Context) error {
 			return s.startFailed()
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-deadline.C:
-			return s.startFailed()
 		case <-tick.C:
-			if runtime.GOOS == "windows" && !s.saysReady() {
-				continue
-			}
-			if s.ping(ctx) == nil {
+		}
+		if w.changed() {
+			last = time.Now()
+		}
+		if runtime.GOOS == "windows" && !s.saysReady() {
+			last = time.Now()
+		} else {
+			// A connection may take as long as is left: one that hangs
+			// is the stall itself.
+			wait := min(stall-time.Since(last), limit-time.Since(began))
+			err := s.ping(ctx, max(wait, time.Millisecond))
+			if err == nil {
 				return nil
 			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if refusal(err) {
+				// Another answer than "not yet" (a password refused): the
+				// server is up, and will not let bank in.
+				return envErr("PostgreSQL refused bank's connection: %s (log: %s)", reason(err), s.LogPath)
+			}
+			if notYet(err) || w.changed() {
+				last = time.Now()
+			}
+		}
+		if time.Since(last) >= stall && w.look() {
+			last = time.Now() // a change the last, throttled, look missed
+		}
+		if quiet := time.Since(last); quiet >= stall {
+			return &Error{notReady(fmt.Sprintf("PostgreSQL stopped getting on with its start: for %s it left a connection unanswered and wrote nothing to its log (%s)", seconds(quiet), s.LogPath))}
+		}
+		if time.Since(began) >= limit {
+			return &Error{notReady(fmt.Sprintf("PostgreSQL was still starting after %s: the machine may be too busy; try again, or see its log (%s)", seconds(limit), s.LogPath))}
 		}
 	}
+}
+
+// limits are the server's stallLimit and startLimit.
+func (s *Server) limits() (stall, limit time.Duration) {
+	stall, limit = stallLimit, startLimit
+	if s.stallLimit > 0 {
+		stall = s.stallLimit
+	}
+	if s.startLimit > 0 {
+		limit = s.startLimit
+	}
+	return stall, limit
+}
+
+// notReady is the error for a start that stalled or took too long: not a
+// damaged slot, so Start does not copy the slot afresh and wait again.
+type notReady string
+
+func (e notReady) Error() string { return string(e) }
+
+func seconds(d time.Duration) string {
+	if d >= 2*time.Minute && d%time.Minute == 0 {
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	}
+	return fmt.Sprintf("%d s", int(d.Round(time.Second)/time.Second))
+}
+
+// notYet reports whether a connection failed because the server is not
+// ready yet: nothing listens (refused; a unix socket not there yet), or
+// PostgreSQL itself answered that it cannot take connections now.
+func notYet(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "57P03" // cannot_connect_now
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+}
+
+// refusal reports whether PostgreSQL answered a connection with an error
+// that waiting does not mend: any but "not yet" and "too many clients".
+func refusal(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code != "57P03" && pgErr.Code != "53300"
+}
+
+// progress watches a starting server's log and pid file for change.
+type progress struct {
+	log, pid string
+	size     int64
+	pidText  string
+	looked   time.Time
+}
+
+// changed reports whether the log or the pid file changed since the
+// last look. It looks at most every 100 ms (a tenth of a second is
+// nothing beside the stall limit): under wine every look is a few
+// requests to the one wineserver every process of the prefix needs,
+// PostgreSQL's among them.
+func (p *progress) changed() bool {
+	if time.Since(p.looked) < 100*time.Millisecond {
+		return false
+	}
+	return p.look()
+}
+
+// look is changed without the wait between looks.
+func (p *progress) look() bool {
+	p.looked = time.Now()
+	var size int64 = -1
+	if info, err := os.Stat(p.log); err == nil {
+		size = info.Size()
+	}
+	raw, _ := os.ReadFile(p.pid)
+	moved := size != p.size || string(raw) != p.pidText
+	p.size, p.pidText = size, string(raw)
+	return moved
 }
 
 // saysReady reports whether the postmaster's pid file says it accepts
@@ -146,11 +273,7 @@ func (s *Server) saysReady() bool {
 	return len(lines) > 7 && strings.TrimSpace(lines[7]) == "ready"
 }
 
-func (s *Server) ping(ctx context.Context) error {
-	timeout := time.Second
-	if runtime.GOOS == "windows" {
-		timeout = 10 * time.Second
-	}
+func (s *Server) ping(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := pgconn.Connect(ctx, s.URL("postgres"))

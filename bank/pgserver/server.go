@@ -48,6 +48,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/zudojs/bank/bank/procs"
 )
@@ -76,6 +77,10 @@ type Options struct {
 	// PostgreSQL that npm brought. --pg-binaries and an installed
 	// PostgreSQL come first.
 	Fallback string
+
+	// The bounds on a start (stallLimit and startLimit when 0), which
+	// the tests shorten.
+	stallLimit, startLimit time.Duration
 }
 
 // Server is a running private PostgreSQL.
@@ -92,6 +97,10 @@ type Server struct {
 	slotNote string       // where the slot is, when not where it usually is
 	pm       *procs.Child // the postmaster
 	measure  bool         // Stop measures the whole slot (MeasureAtStop)
+
+	stallLimit, startLimit time.Duration // Options'
+	owned                  []string      // its addresses in own, while it runs
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -151,7 +160,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Binaries: real, account: account, home: home, port: socketPort, tcp: o.Port != 0 || o.TCP || runtime.GOOS == "windows"}
+	s := &Server{Binaries: real, account: account, home: home, port: socketPort, tcp: o.Port != 0 || o.TCP || runtime.GOOS == "windows",
+		stallLimit: o.stallLimit, startLimit: o.startLimit}
 	if s.slot, err = takeSlot(slots); err != nil {
 		return nil, err
 	}
@@ -186,7 +196,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		err = s.startOn(ctx, o.Port)
 	}
 	var taken *Error
-	if err != nil && reused && !(errors.As(err, &taken) && errors.As(taken.Err, new(portTaken))) && ctx.Err() == nil {
+	if err != nil && reused && !(errors.As(err, &taken) && (errors.As(taken.Err, new(portTaken)) || errors.As(taken.Err, new(notReady)))) && ctx.Err() == nil {
 		// A slot left damaged by an earlier run (a crash mid-write, a
 		// hand edit): start again from a fresh copy of the base cluster.
 		if err = s.slot.fill(filepath.Join(home, "base"), id, account); err == nil {
@@ -194,10 +204,34 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	if err != nil {
+		s.disown()
 		s.slot.release()
 		return nil, err
 	}
 	return s, nil
+}
+
+// ownAddresses records, once the server is ready, its addresses among
+// this process's own servers (see ownConnectLimit).
+func (s *Server) ownAddresses() {
+	s.disown() // a restart's are the same, or on another port
+	if s.tcp {
+		s.owned = append(s.owned, address("127.0.0.1", uint16(s.port)))
+	}
+	if runtime.GOOS != "windows" {
+		s.owned = append(s.owned, address(s.slot.dir, uint16(s.port)))
+	}
+	for _, a := range s.owned {
+		own.Store(a, true)
+	}
+}
+
+// disown takes the server's addresses out of this process's own.
+func (s *Server) disown() {
+	for _, a := range s.owned {
+		own.Delete(a)
+	}
+	s.owned = nil
 }
 
 // prepareHome sets up an installation's directory, holding its lock: the
@@ -438,6 +472,7 @@ func (s *Server) MeasureAtStop() { s.measure = true }
 // next run copies a fresh one. It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		s.disown()
 		if err := s.halt(fast); err != nil {
 			s.stopErr = fmt.Errorf("stopping PostgreSQL: %w", err)
 		} else {

@@ -56,8 +56,8 @@ func (s *slot) holds(id string) bool {
 // written last, so a copy cut short is redone next time.
 func (s *slot) fill(base, id string, account *runAs) error {
 	os.Remove(s.stamp)
-	os.Remove(s.password)                       // a fresh copy has the base cluster's password
-	if err := os.RemoveAll(s.dir); err != nil { // does not follow links
+	os.Remove(s.password)                   // a fresh copy has the base cluster's password
+	if err := clearDir(s.dir); err != nil { // does not follow links
 		return envErr("clearing slot: %w", err)
 	}
 	if err := os.Mkdir(s.dir, 0o700); err != nil {
@@ -67,7 +67,7 @@ func (s *slot) fill(base, id string, account *runAs) error {
 		return envErr("slot: %w", err)
 	}
 	if err := account.copyDir(base, s.data); err != nil {
-		os.RemoveAll(s.dir) // no half slot: the next run copies afresh
+		clearDir(s.dir) // no half slot: the next run copies afresh
 		if errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "No space left") {
 			return envErr("copying the base cluster into %s: no space left on the device; free some, or set BANK_CACHE_DIR to a directory on a larger disk", filepath.Dir(s.dir))
 		}
@@ -147,7 +147,7 @@ func (s *slot) grown(base string) string {
 func (s *slot) discard() error {
 	os.Remove(s.stamp)
 	os.Remove(s.password)
-	return os.RemoveAll(s.dir) // does not follow links
+	return clearDir(s.dir) // does not follow links
 }
 
 func (s *slot) release() {
