@@ -40,19 +40,25 @@ var Concurrent = &lab.Scenario{
 		// inside its transaction while the second is sent. Behind a gate
 		// (one query at a time) the second has arrived, and waits, before
 		// the first goes on.
-		double := func(tap api.Call, h api.Handler, gate <-chan struct{}) (first, second idem.Response, err error) {
+		double := func(tap api.Call, h api.Handler, gate interface {
+			Arrived() <-chan struct{}
+			Next()
+		}) (first, second idem.Response, err error) {
 			held := lab.Hold(&handler.Hooks.BeforeStore, func() (idem.Response, error) { return h.Handle(ctx, tap) })
 			var err2 error
 			sent := lab.Go(func() { second, err2 = h.Handle(ctx, tap) })
 			if gate == nil {
 				<-sent // with a pool, the second copy is answered while the first is held
 			} else {
-				<-gate // the first copy's
-				<-gate // the second's: it waits for the first to commit
+				<-gate.Arrived() // the first copy's
+				<-gate.Arrived() // the second's: it waits for the first to commit
 				lab.Arrow("server", postgres, "second copy waits: one query at a time, and the first copy's transaction is open", "in-progress")
 			}
 			first, err = held.Finish()
-			<-sent // one query at a time: only now can the second copy run
+			if gate != nil {
+				gate.Next() // one query at a time: only now can the second copy run
+			}
+			<-sent
 			return first, second, errors.Join(err, err2)
 		}
 
@@ -60,7 +66,7 @@ var Concurrent = &lab.Scenario{
 		lab.Part("a database that runs one query at a time: a double tap of ₦10,000")
 		tap := api.Call{UserID: 1, Key: "double-tap-0000000001", Body: []byte(adaPaysBola), Now: lab.Clock.Now()}
 		gate := lab.OneAtATime(handler)
-		r, second, err := double(tap, lab.Server("server", gate), gate.Arrived())
+		r, second, err := double(tap, lab.Server("server", gate), gate)
 		lab.Must(err)
 		lab.Reply(r, "first:  %d %s %s", r.Status, replayedWord(r.Replayed), errorOrOK(r.Body))
 		lab.Reply(second, "second: %d %s %s", second.Status, replayedWord(second.Replayed), errorOrOK(second.Body))

@@ -81,15 +81,23 @@ func (h *Held) Finish() (idem.Response, error) {
 // database (PGlite) does: it runs one query at a time and holds every
 // other back while a transaction is open.
 func (l *Lab) OneAtATime(h api.Handler) *Serial {
-	return &Serial{h: h, arrived: make(chan struct{}, 1024)}
+	return &Serial{h: h, arrived: make(chan struct{}, 1024), next: make(chan struct{}, 1024)}
 }
 
-// Serial is a handler that lets one request in at a time.
+// Serial is a handler that lets one request in at a time: the first as
+// soon as it comes, each later one when it has its turn and the story has
+// said Next (so that what the one before drew, its answer included, is
+// drawn before anything of the next: the same diagram on every run).
 type Serial struct {
 	mu      sync.Mutex
 	h       api.Handler
 	arrived chan struct{}
+	next    chan struct{}
+	served  int
 }
+
+// Next lets the next request in once the one before it is done.
+func (o *Serial) Next() { o.next <- struct{}{} }
 
 // Arrived gives one token for each request that has come in, before it
 // waits for its turn: a story waits on it to know a copy is queued.
@@ -102,6 +110,13 @@ func (o *Serial) Handle(ctx context.Context, c api.Call) (idem.Response, error) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.served++; o.served > 1 {
+		select {
+		case <-o.next:
+		case <-ctx.Done():
+			return idem.Response{}, ctx.Err()
+		}
+	}
 	return o.h.Handle(ctx, c)
 }
 
