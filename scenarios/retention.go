@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
@@ -114,7 +115,7 @@ var Retention = &lab.Scenario{
 		r, err := working.Finish()
 		lab.Must(err)
 		moved := lab.Count(ctx, "SELECT count(*) FROM transfers WHERE from_account = 2 AND amount_kobo = 200000")
-		lab.Reply(r, "%s Bola's retry finishes: %d %s; his ₦2,000 has moved %s", at(), r.Status, transferLabel(r.Body), times(moved))
+		lab.Reply(r, "%s Bola's retry finishes: %d %s; his ₦2,000 has moved %s", at(), r.Status, transferLabel(r.Body), bank.Times(int(moved)))
 
 		lab.Part("safe: keys kept 48 hours, the same late retry")
 		lab.Clock.At(49 * time.Hour)
@@ -174,17 +175,4 @@ func keys(ctx context.Context, lab *lab.Lab) []string {
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	lab.Must(err)
 	return out
-}
-
-// times says how many times something happened, in words.
-func times(n int64) string {
-	switch n {
-	case 0:
-		return "never"
-	case 1:
-		return "once"
-	case 2:
-		return "twice"
-	}
-	return fmt.Sprintf("%d times", n)
 }
