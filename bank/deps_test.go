@@ -27,6 +27,52 @@ func TestDependencyRules(t *testing.T) {
 		imports[pkg] = append(imports[pkg], strings.Fields(deps)...)
 	}
 	own := func(p string) bool { return strings.HasPrefix(p, module+"/") }
+	// The layout's layers, lowest first: a package may import its own
+	// layer's and lower ones', never one above it. The bank (domain, API,
+	// client, checks) and the key store are at the bottom; the lab's
+	// machinery (processes, PostgreSQL's owner, the catalogue of mistakes
+	// and the code made wrong on purpose, the harness, the renderer) sits
+	// on them in scenarios/lab; the lessons on the harness; practice on
+	// the lessons; the command on everything.
+	layers := [][]string{
+		{"idem", "bank", "scenarios/lab/procs", "scenarios/lab/mistakes", "cmd/bank/help"},
+		{"bank/api", "bank/client", "bank/audit", "scenarios/lab/pgserver"},
+		{"scenarios/lab/pgserver/pgtest", "scenarios/lab/mistakes/onpurpose"},
+		{"scenarios/lab"},
+		{"scenarios/lab/render"},
+		{"scenarios"},
+		{"scenarios/practice"},
+	}
+	layer := func(pkg string) int {
+		p := strings.TrimSuffix(strings.TrimPrefix(pkg, module+"/"), "_test")
+		if strings.HasPrefix(p, "cmd/bank") && p != "cmd/bank/help" {
+			return len(layers) // the command and its own packages, on top
+		}
+		for i, l := range layers {
+			if slices.Contains(l, p) {
+				return i
+			}
+		}
+		return -1
+	}
+	// The layers bind the code; a test may reach for the tests' own tools.
+	out, err = exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, list, _ := strings.Cut(line, "|")
+		deps := strings.Fields(list)
+		if layer(pkg) < 0 {
+			t.Errorf("%s is in no layer of the layout: write down where it sits", pkg)
+			continue
+		}
+		for _, d := range deps {
+			if own(d) && layer(d) > layer(pkg) && strings.TrimSuffix(pkg, "_test") != d {
+				t.Errorf("%s imports %s, a layer above it", pkg, d)
+			}
+		}
+	}
 	rules := []struct {
 		pkg    string
 		banned func(dep string) bool
@@ -38,35 +84,38 @@ func TestDependencyRules(t *testing.T) {
 		{module + "/bank/api", func(d string) bool { return own(d) && d != module+"/bank" && d != module+"/idem" }, "the API composes bank and idem, nothing else"},
 		{module + "/bank/client", own, "the client speaks HTTP only"},
 		{module + "/bank/audit", func(d string) bool { return own(d) && d != module+"/bank" && d != module+"/idem" }, "the checks read the bank's books, nothing else"},
-		{module + "/bank/procs", own, "process lifetime knows nothing of the lab"},
-		{module + "/bank/pgserver", func(d string) bool { return own(d) && d != module+"/bank/procs" }, "the server owner knows no schema: callers give it their template"},
-		{module + "/bank/pgserver/pgtest", func(d string) bool { return own(d) && d != module+"/bank/pgserver" }, "each test package says what its template holds"},
+		{module + "/scenarios/lab/procs", own, "process lifetime knows nothing of the lab"},
+		{module + "/scenarios/lab/mistakes", own, "the catalogue of mistakes is data: it imports nothing of ours"},
+		{module + "/scenarios/lab/pgserver", func(d string) bool { return own(d) && d != module+"/scenarios/lab/procs" }, "the server owner knows no schema: callers give it their template"},
+		{module + "/scenarios/lab/pgserver/pgtest", func(d string) bool { return own(d) && d != module+"/scenarios/lab/pgserver" }, "each test package says what its template holds"},
 		{module + "/scenarios", func(d string) bool {
 			return strings.Contains(d, "embedded-postgres") || strings.HasPrefix(d, module+"/cmd")
 		}, "scenarios reach the server through pgserver"},
 		{module + "/scenarios", func(d string) bool {
-			return d == module+"/scenarios/render" || d == module+"/scenarios/practice"
+			return d == module+"/scenarios/lab/render" || d == module+"/scenarios/practice"
 		}, "a lesson tells its story to the lab; drawing it and practising on it come after"},
 		{module + "/cmd/bank/help", own, "the manual is text: it imports nothing of ours"},
 		{module + "/scenarios/lab", func(d string) bool {
-			return strings.HasPrefix(d, module+"/scenarios") || strings.HasPrefix(d, module+"/cmd")
+			return d == module+"/scenarios/lab/mistakes/onpurpose" || d == module+"/scenarios/lab/render"
 		},
 			"the harness knows no lesson, renderer or broken server"},
-		{module + "/scenarios/render", func(d string) bool {
-			return own(d) && d != module+"/scenarios/lab" && d != module+"/bank"
+		{module + "/scenarios/lab/render", func(d string) bool {
+			return own(d) && d != module+"/scenarios/lab" && d != module+"/bank" && d != module+"/scenarios/lab/mistakes"
 		}, "a renderer draws the events it is given, and reads nothing else"},
-		{module + "/scenarios/wrong", func(d string) bool {
-			return own(d) && d != module+"/bank" && d != module+"/bank/api" && d != module+"/idem"
+		{module + "/scenarios/lab/mistakes/onpurpose", func(d string) bool {
+			return own(d) && d != module+"/bank" && d != module+"/bank/api" && d != module+"/idem" && d != module+"/scenarios/lab/mistakes"
 		},
-			"the broken servers are the bank's API with one rule wrong: they need nothing of the lab"},
-		{module + "/scenarios/practice", func(d string) bool { return d == module+"/scenarios/wrong" || strings.HasPrefix(d, module+"/cmd") },
+			"the servers made wrong on purpose are the bank's API with one mistake of the catalogue: they need nothing of the lab"},
+		{module + "/scenarios/practice", func(d string) bool {
+			return d == module+"/scenarios/lab/mistakes/onpurpose" || strings.HasPrefix(d, module+"/cmd")
+		},
 			"practice checks the learner's work against the lessons, not against broken servers"},
 	}
-	// The servers broken on purpose are run by the mistakes' stories and by
-	// bank serve --break, and by nothing else.
+	// The servers made wrong on purpose are run by the mistakes' stories and
+	// by bank serve --mistake, and by nothing else.
 	for pkg, deps := range imports {
-		if slices.Contains(deps, module+"/scenarios/wrong") && pkg != module+"/scenarios" && pkg != module+"/cmd/bank" && !strings.HasPrefix(pkg, module+"/scenarios/wrong") {
-			t.Errorf("%s imports scenarios/wrong: only the mistakes and bank serve --break run broken servers", pkg)
+		if slices.Contains(deps, module+"/scenarios/lab/mistakes/onpurpose") && strings.TrimSuffix(pkg, "_test") != module+"/scenarios" && pkg != module+"/cmd/bank" && !strings.HasPrefix(pkg, module+"/scenarios/lab/mistakes/onpurpose") {
+			t.Errorf("%s imports scenarios/lab/mistakes/onpurpose: only the mistakes and bank serve --mistake run broken servers", pkg)
 		}
 	}
 	for _, r := range rules {
@@ -84,42 +133,42 @@ func TestDependencyRules(t *testing.T) {
 		may []string
 		why string
 	}{
-		"bench": {[]string{"bank", "bank/client", "bank/procs", "idem"},
+		"bench": {[]string{"bank", "bank/client", "scenarios/lab/procs", "idem"},
 			"bench drives bank serve and pgbench with the bank's and idem's own SQL"},
 		"buildinfo": {nil, "which build this is comes from the linker and the Go toolchain only"},
-		"exitcode": {[]string{"bank/pgserver", "bank/procs"},
+		"exitcode": {[]string{"scenarios/lab/pgserver", "scenarios/lab/procs"},
 			"an exit code is read from the error alone: PostgreSQL's and the children's failures are the environment's"},
-		"grade": {[]string{"bank", "bank/audit", "bank/client", "bank/procs", "cmd/bank/internal/torture", "cmd/bank/internal/grade/record", "scenarios/render",
-			"bank/pgserver", "bank/pgserver/pgtest", "cmd/bank/internal/witness", "cmd/bank/internal/pace"},
-			"grade runs the learner's server, sends keys as the client does (bare or quoted), checks the books, reuses torture's run, has record keep what happened, each check's render.Recording, and reads what the server wrote from the witness (its tests grade bank serve on the tests' PostgreSQL)"},
-		"grade/card": {[]string{"cmd/bank/internal/grade", "bank", "scenarios/render", "scenarios/lab", "bank/pgserver/pgtest"},
+		"grade": {[]string{"bank", "bank/audit", "bank/client", "scenarios/lab/procs", "scenarios/lab/mistakes", "cmd/bank/internal/torture", "cmd/bank/internal/grade/record", "scenarios/lab/render",
+			"scenarios/lab/pgserver", "scenarios/lab/pgserver/pgtest", "cmd/bank/internal/witness", "cmd/bank/internal/pace"},
+			"grade runs the learner's server, sends keys as the client does (bare or quoted), checks the books, reuses torture's run, names the catalogue's mistakes, has record keep what happened, each check's render.Recording, and reads what the server wrote from the witness (its tests grade bank serve on the tests' PostgreSQL)"},
+		"grade/card": {[]string{"cmd/bank/internal/grade", "bank", "scenarios/lab/render", "scenarios/lab", "scenarios/lab/pgserver/pgtest"},
 			"the card, the contract and the workflows are written from grade's Report and list of checks alone, the diagrams drawn by render, the contract's accounts the bank's seed (its tests make a recording of the lab's events, and say through pgtest.Skip when yamllint is missing)"},
-		"grade/record": {[]string{"bank", "scenarios/lab", "scenarios/render"},
+		"grade/record": {[]string{"bank", "scenarios/lab", "scenarios/lab/render"},
 			"a check's recording is the lab's events in render's Recording, its sums written as the bank writes them; it knows nothing of the grader, which gives it what it must know of the lesson's API"},
-		"grade/starter": {[]string{"bank/pgserver/pgtest"},
+		"grade/starter": {[]string{"scenarios/lab/pgserver/pgtest"},
 			"the starters are files written from the contract; only their tests reach further, grading them with the bank binary on pgtest's caches"},
-		"htmlpage": {[]string{"cmd/bank/internal/exitcode", "cmd/bank/internal/outfile", "scenarios/render"},
+		"htmlpage": {[]string{"cmd/bank/internal/exitcode", "cmd/bank/internal/outfile", "scenarios/lab/render"},
 			"the --html page is render's drawing of the runs, written by outfile; a bad path is a usage error"},
 		"httpserve": {nil, "a server's lifetime is net/http's business only"},
-		"labweb": {[]string{"scenarios/render", "bank/pgserver/pgtest", "bank/procs"},
+		"labweb": {[]string{"scenarios/lab/render", "scenarios/lab/pgserver/pgtest", "scenarios/lab/procs"},
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
-		"dist": {[]string{"bank/procs", "bank/pgserver/pgtest"},
+		"dist": {[]string{"scenarios/lab/procs", "scenarios/lab/pgserver/pgtest"},
 			"dist builds the release archives and npm packages, running go, git and npm through procs (its tests say through pgtest.Skip when npm is missing)"},
 		"names": {[]string{"cmd/bank/internal/exitcode"},
 			"names knows no lesson: the commands give it their names; a wrong one is a usage error"},
 		"outfile": {nil, "writing a file safely needs nothing of ours"},
-		"program": {[]string{"bank/procs"},
+		"program": {[]string{"scenarios/lab/procs"},
 			"program runs the learner's program through procs, and knows nothing of exercises"},
-		"quiz": {[]string{"scenarios/practice", "scenarios/render", "bank/pgserver", "bank/pgserver/pgtest", "cmd/bank/internal/jsonshape", "cmd/bank/internal/term"},
+		"quiz": {[]string{"scenarios/practice", "scenarios/lab/render", "scenarios/lab/pgserver", "scenarios/lab/pgserver/pgtest", "cmd/bank/internal/jsonshape", "cmd/bank/internal/term"},
 			"a sitting asks practice's questions on a terminal (term reads a line, or Ctrl-C) and reads their answers from real runs; --json is jsonshape's convention"},
-		"jsonshape": {[]string{"scenarios/render"},
+		"jsonshape": {[]string{"scenarios/lab/render"},
 			"the shapes of --json are data; the manual they make is folded as render folds text"},
 		"term": {nil, "a terminal and its width are the operating system's business only"},
 		"pace": {nil, "how busy the machine is is the operating system's business only"},
-		"witness": {[]string{"bank/pgserver", "bank/pgserver/pgtest"},
+		"witness": {[]string{"scenarios/lab/pgserver", "scenarios/lab/pgserver/pgtest"},
 			"the witness is SQL and its reader: it knows no lesson (its tests run on pgtest's PostgreSQL)"},
-		"torture": {[]string{"bank/audit", "bank/client", "bank/procs"},
-			"torture sends as the client does, runs bank serve replicas and checks the books"},
+		"torture": {[]string{"bank/audit", "bank/client", "scenarios/lab/procs", "scenarios/lab/mistakes"},
+			"torture sends as the client does, runs bank serve replicas, checks the books and names what it saw from the catalogue of mistakes"},
 	}
 	for pkg, deps := range imports {
 		name, ok := strings.CutPrefix(strings.TrimSuffix(pkg, "_test"), internal)
@@ -142,8 +191,8 @@ func TestDependencyRules(t *testing.T) {
 	}
 	for pkg, deps := range imports {
 		for _, d := range deps {
-			if strings.HasPrefix(d, "github.com/fergusstrange/embedded-postgres") && pkg != module+"/bank/pgserver" && own(pkg) {
-				t.Errorf("%s imports embedded-postgres: only bank/pgserver may own the server", pkg)
+			if strings.HasPrefix(d, "github.com/fergusstrange/embedded-postgres") && pkg != module+"/scenarios/lab/pgserver" && own(pkg) {
+				t.Errorf("%s imports embedded-postgres: only scenarios/lab/pgserver may own the server", pkg)
 			}
 		}
 	}
@@ -180,13 +229,13 @@ func TestDependencyRules(t *testing.T) {
 // TestChildrenThroughOneSpec: the commands, the lab and the server owner
 // start their children through one procs.Spec (Start, StartReady or Run),
 // which ties each to the lab and keeps its output bounded; a bare
-// exec.Command would escape both. bank/procs itself builds the command,
+// exec.Command would escape both. scenarios/lab/procs itself builds the command,
 // and pgtest, the tests' own tooling, runs cp and go build for go test.
 func TestChildrenThroughOneSpec(t *testing.T) {
 	var offenders []string
 	for _, dir := range []string{"../cmd", "../scenarios", "."} {
 		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() && (path == "procs" || path == filepath.Join("pgserver", "pgtest")) {
+			if err == nil && d.IsDir() && (path == filepath.Join("..", "scenarios", "lab", "procs") || path == filepath.Join("..", "scenarios", "lab", "pgserver", "pgtest")) {
 				return filepath.SkipDir
 			}
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -205,6 +254,6 @@ func TestChildrenThroughOneSpec(t *testing.T) {
 		})
 	}
 	if len(offenders) > 0 {
-		t.Errorf("children started outside bank/procs (use a procs.Spec): %v", offenders)
+		t.Errorf("children started outside scenarios/lab/procs (use a procs.Spec): %v", offenders)
 	}
 }

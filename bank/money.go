@@ -84,44 +84,6 @@ func Balances(ctx context.Context, db DB) (string, error) {
 	return s.Line(), err
 }
 
-// Gap is an account whose balance disagrees with its ledger.
-type Gap struct {
-	Holder          string
-	Balance, Ledger int64
-}
-
-// Reconcile compares every balance with what the seed and the records say
-// it should be: transfers in and out, deposits, payouts. Money that moved
-// without a record (or a record without the money) shows up here.
-func Reconcile(ctx context.Context, db DB) ([]Gap, error) {
-	opening := map[int64]int64{}
-	for _, a := range Seed {
-		opening[a.ID] = a.BalanceKobo
-	}
-	rows, err := db.Query(ctx, `SELECT a.id, split_part(a.holder, ' ', 1), a.balance_kobo,
-		  COALESCE((SELECT sum(amount_kobo) FROM transfers WHERE to_account = a.id), 0)
-		- COALESCE((SELECT sum(amount_kobo) FROM transfers WHERE from_account = a.id), 0)
-		+ COALESCE((SELECT sum(amount_kobo) FROM deposits WHERE account_id = a.id), 0)
-		- COALESCE((SELECT sum(amount_kobo) FROM payouts WHERE account_id = a.id), 0)
-		FROM accounts a ORDER BY a.id`)
-	if err != nil {
-		return nil, fmt.Errorf("reconciling: %w", err)
-	}
-	var gaps []Gap
-	var id, balance, net int64
-	var holder string
-	_, err = pgx.ForEachRow(rows, []any{&id, &holder, &balance, &net}, func() error {
-		if want := opening[id] + net; want != balance {
-			gaps = append(gaps, Gap{Holder: holder, Balance: balance, Ledger: want})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reconciling: %w", err)
-	}
-	return gaps, nil
-}
-
 // Times says how many times something happened, in words: never, once,
 // twice, 3 times. Transcripts and report cards say it of money moving.
 func Times(n int) string {

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/zudojs/bank/bank/pgserver"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // The key store alone: idem's tests need no bank.

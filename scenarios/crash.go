@@ -35,7 +35,7 @@ var Crash = &lab.Scenario{
 		body := []byte(adaPaysBola)
 		const key = "crash-demo-00000000001"
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)
-		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
+		keys := lab.Keys(&idem.Store{LockTTL: lessonLock})
 		sessionA := lab.Session(ctx)
 		serverA := &api.Transfers{DB: sessionA, Keys: keys}
 		serverB := &api.Transfers{DB: lab.DB, Keys: keys}

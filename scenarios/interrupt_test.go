@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // cutAt is a sink that cancels the run's context when its event number
@@ -172,7 +172,7 @@ func storyGoroutines() string {
 		buf := make([]byte, 1<<20)
 		left = nil
 		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			if strings.Contains(g, "zudojs/bank/scenarios.") || strings.Contains(g, "zudojs/bank/scenarios/lab.") || strings.Contains(g, "zudojs/bank/scenarios/wrong.") {
+			if strings.Contains(g, "zudojs/bank/scenarios.") || strings.Contains(g, "zudojs/bank/scenarios/lab.") || strings.Contains(g, "zudojs/bank/scenarios/lab/mistakes/onpurpose.") {
 				if !strings.Contains(g, "TestInterruptAtEachStep") {
 					left = append(left, g)
 				}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
 )
 
 // MemoryKeys: keys kept in a map inside the server process. Played with
@@ -13,8 +14,7 @@ import (
 // and then two copies of the server share one database while the retry
 // lands on the other copy. Either way the key is not there.
 var MemoryKeys = &lab.Mistake{
-	Name:    "memory-keys",
-	Summary: "keys in a map in memory",
+	Mistake: mistakes.Must("memory-keys"),
 	Happens: "lost on restart, and not shared with the other copies of the server",
 	Fix:     "keys in PostgreSQL, shared by every copy of the server and kept across restarts",
 	Why:     "a key kept in one process's memory is gone when that process restarts, and another copy of the server, behind the same load balancer, never had it. The retry finds no key, and the transfer is made again.",
@@ -27,7 +27,7 @@ var MemoryKeys = &lab.Mistake{
 	Steps: func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		mode := []string{}
 		if broken {
-			mode = []string{"--break", "memory-keys"} // BROKEN ON PURPOSE
+			mode = []string{"--mistake", "memory-keys"} // BROKEN ON PURPOSE
 		}
 		lab.Intent("Ada's ₦10,000 tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		lab.Intent("Ada's ₦5,000 tap", 1, 2, 500_000, 1).BrokenIf(broken)

@@ -7,13 +7,13 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
 )
 
 // NewKeyPerAttempt: the client makes a new key for every attempt, so every
 // retry looks new to the server, exactly as if there were no keys.
 var NewKeyPerAttempt = &lab.Mistake{
-	Name:    "new-key-per-attempt",
-	Summary: "a new key for every attempt",
+	Mistake: mistakes.Must("new-key-per-attempt"),
 	Happens: "every retry looks new; a lost response leads to two transfers",
 	Fix:     "one key per intent, made before the first attempt and reused on every retry",
 	Why:     "the server tells a retry from a new request only by its key. With a new key on each attempt, the retry after the lost answer is a new intent to it, and it runs the transfer again.",

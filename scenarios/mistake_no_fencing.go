@@ -7,15 +7,15 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/wrong"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
 )
 
 // NoFencing: the lock expires, a retry takes the key over and transfers;
 // then the first server, only slow, finishes too. Without a fencing token
 // nothing stops it, and both transfers commit.
 var NoFencing = &lab.Mistake{
-	Name:    "no-fencing",
-	Summary: "a lock expiry but no fencing token",
+	Mistake: mistakes.Must("no-fencing"),
 	Happens: "a slow server and the retry that took over both commit their transfer",
 	Fix:     "storing the response needs the current lock id; the slow server's transaction rolls back",
 	Why:     "server A's lock expired while it was only slow, and a retry took the key over and made the transfer. When A wakes up it stores its answer without checking that the lock is still its own, so its transfer commits too.",
@@ -25,12 +25,12 @@ var NoFencing = &lab.Mistake{
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		body := []byte(adaPaysBola)
 		const key = "crash-demo-00000000001"
-		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
+		keys := lab.Keys(&idem.Store{LockTTL: lessonLock})
 		var a, b api.Handler
 		var slow *func(context.Context) // the hook where server A goes quiet
 		if broken {
-			leaky := &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second, Observe: lab.KeySteps()}
-			a, b, slow = leaky, &wrong.LeakyStore{DB: lab.DB, Mistake: wrong.NoFencing, TTL: 30 * time.Second, Observe: lab.KeySteps()}, &leaky.Hooks.AfterClaim
+			leaky := &onpurpose.LeakyStore{DB: lab.DB, Mistake: onpurpose.NoFencing, TTL: lessonLock, Observe: lab.KeySteps()}
+			a, b, slow = leaky, &onpurpose.LeakyStore{DB: lab.DB, Mistake: onpurpose.NoFencing, TTL: lessonLock, Observe: lab.KeySteps()}, &leaky.Hooks.AfterClaim
 		} else {
 			fenced := &api.Transfers{DB: lab.DB, Keys: keys}
 			a, b, slow = fenced, &api.Transfers{DB: lab.DB, Keys: keys}, &fenced.Hooks.AfterClaim

@@ -7,15 +7,15 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/wrong"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
 )
 
 // NoFingerprint: the key is reused with a different amount, and the
 // server, not comparing requests, replays the first answer: the app is
 // told a ₦50,000 transfer succeeded when none was made.
 var NoFingerprint = &lab.Mistake{
-	Name:    "no-fingerprint",
-	Summary: "ignoring the request fingerprint",
+	Mistake: mistakes.Must("no-fingerprint"),
 	Happens: "a key reused for a different amount is told the earlier transfer succeeded",
 	Fix:     "the request's fingerprint is stored with the key; a different request gets 422",
 	Why:     "the server replays whatever answer is stored under the key without comparing the request with the one that stored it. The key sent again with ₦50,000 instead of ₦10,000 gets the ₦10,000 transfer's 201, and the app believes a ₦50,000 transfer was made.",
@@ -27,7 +27,7 @@ var NoFingerprint = &lab.Mistake{
 		lab.Effect("a success reported for the ₦50,000 request", 0, func(context.Context) (int, error) { return lies, nil }).BrokenIf(broken)
 		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &wrong.StoredKeys{DB: lab.DB, Mistake: wrong.NoFingerprint, Observe: lab.KeySteps()}
+			h = &onpurpose.StoredKeys{DB: lab.DB, Mistake: onpurpose.NoFingerprint, Observe: lab.KeySteps()}
 		}
 		server := lab.Server("server", h)
 		lab.Step("one key, two amounts")

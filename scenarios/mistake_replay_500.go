@@ -6,7 +6,8 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/wrong"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
 )
 
 // Replay500: a brief outage (Ada's account row held by a maintenance job
@@ -14,8 +15,7 @@ import (
 // 500. Stored as the key's answer, the 500 comes back on every retry, long
 // after the outage is over.
 var Replay500 = &lab.Mistake{
-	Name:    "replay-500",
-	Summary: "replaying stored 500s",
+	Mistake: mistakes.Must("replay-500"),
 	Happens: "a temporary outage becomes a permanent failure for that key",
 	Fix:     "an unexpected error releases the key; the retry runs and succeeds",
 	Why:     "a 500 says the server failed, not that the request was wrong. Stored under the key as if it were the answer, it is replayed to every retry: the transfer can never be made with this key, long after the outage is over.",
@@ -26,7 +26,7 @@ var Replay500 = &lab.Mistake{
 		session := lab.Session(ctx, "SET lock_timeout = '"+serverLockTimeout+"'")
 		var h api.Handler = &api.Transfers{DB: session, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &wrong.StoredKeys{DB: session, Mistake: wrong.Replay500, Observe: lab.KeySteps()}
+			h = &onpurpose.StoredKeys{DB: session, Mistake: onpurpose.Replay500, Observe: lab.KeySteps()}
 		}
 		var failed error
 		server := lab.Server("server", answersErrors(h, &failed))

@@ -9,7 +9,8 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/wrong"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
 )
 
 // UnscopedKeys: keys stored without their user. The broken server checks
@@ -19,8 +20,7 @@ import (
 // her key string matches her fingerprint: he gets her stored answer, her
 // transfer and her balance.
 var UnscopedKeys = &lab.Mistake{
-	Name:    "unscoped-keys",
-	Summary: "keys not scoped to the user",
+	Mistake: mistakes.Must("unscoped-keys"),
 	Happens: "one user can fetch another user's stored response by sending their key",
 	Fix:     "keys stored under (user, key): Bola's key is his own",
 	Why:     "keys are looked up by their string alone, whoever sends them. This server checks the request's fingerprint, as it should: only the user is missing from the key. Bola's own transfer, under the key string Ada used, is a different request under a stored key: refused with 422, never made. And Bola's copy of Ada's request, under her key string, is the same request: the server replays her stored answer to him, her transfer and her balance.",
@@ -39,7 +39,7 @@ var UnscopedKeys = &lab.Mistake{
 		lab.Effect("Ada's stored answer shown to Bola", 0, func(context.Context) (int, error) { return leaks, nil }).BrokenIf(broken)
 		var h api.Handler = &api.Transfers{DB: lab.DB, Keys: lab.Keys(&idem.Store{})}
 		if broken {
-			h = &wrong.StoredKeys{DB: lab.DB, Mistake: wrong.Unscoped, Observe: lab.KeySteps()}
+			h = &onpurpose.StoredKeys{DB: lab.DB, Mistake: onpurpose.Unscoped, Observe: lab.KeySteps()}
 		}
 		server := lab.Server("server", h)
 		lab.Step("two users, one key string")

@@ -8,7 +8,7 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/idem"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/wrong"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
 )
 
 // Mistakes, in the order of the lesson's table.
@@ -62,7 +62,7 @@ var (
 // crashStory: server A's session is killed at the hook's point; then a
 // retry arrives at each of the times given. The broken half uses the
 // leaky store with the mistake, the fixed half the real one.
-func crashStory(mistake wrong.LockMistake, step string, at func(crash func(context.Context)) api.Hooks, retries ...time.Duration) func(context.Context, *lab.Lab, bool) error {
+func crashStory(mistake onpurpose.LockMistake, step string, at func(crash func(context.Context)) api.Hooks, retries ...time.Duration) func(context.Context, *lab.Lab, bool) error {
 	return func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
 		server := lab.Session(ctx)
@@ -70,15 +70,15 @@ func crashStory(mistake wrong.LockMistake, step string, at func(crash func(conte
 			lab.Arrow("server A", postgres, "crash: its session ends, and what it had open rolls back", "error")
 			lab.KillSession(ctx, server)
 		})
-		keys := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
+		keys := lab.Keys(&idem.Store{LockTTL: lessonLock})
 		var first, retry api.Handler = &api.Transfers{DB: server, Keys: keys, Hooks: hooks}, &api.Transfers{DB: lab.DB, Keys: keys}
 		if broken {
-			first = &wrong.LeakyStore{DB: server, Mistake: mistake, TTL: 30 * time.Second, Hooks: hooks, Observe: lab.KeySteps()}
-			retry = &wrong.LeakyStore{DB: lab.DB, Mistake: mistake, TTL: 30 * time.Second, Observe: lab.KeySteps()}
+			first = &onpurpose.LeakyStore{DB: server, Mistake: mistake, TTL: lessonLock, Hooks: hooks, Observe: lab.KeySteps()}
+			retry = &onpurpose.LeakyStore{DB: lab.DB, Mistake: mistake, TTL: lessonLock, Observe: lab.KeySteps()}
 		}
 		lab.Step(step)
 		lock := "which locks the key for 30 s: until the lock expires, no other request may take the key over"
-		if broken && mistake == wrong.NoExpiry {
+		if broken && mistake == onpurpose.NoExpiry {
 			lock = "which locks the key with no expiry: no other request may ever take it over"
 		}
 		lab.Say("Ada's ₦10,000 to Bola reaches server A, %s; the app retries through server B.", lock)

@@ -35,7 +35,7 @@ var Retention = &lab.Scenario{
 		"safe: keys kept 30 days, a phone off for ten days": "Some phones stay off for days: the clean-up keeps keys 30 days, the top of the range public payment APIs use (24 hours to 30 days).",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
-		store := lab.Keys(&idem.Store{LockTTL: 30 * time.Second})
+		store := lab.Keys(&idem.Store{LockTTL: lessonLock})
 		h := lab.Server("server", &api.Transfers{DB: lab.DB, Keys: store})
 		lab.Intent("Ada's ₦10,000 intent", 1, 2, 1_000_000, 1).ShownBroken()
 		lab.Intent("Bola's ₦1,000 intent", 2, 1, 100_000, 1)

@@ -198,6 +198,11 @@ func rolledBack(ctx context.Context, lab *lab.Lab) string {
 // adaPaysBola is the lesson's request: Ada sends Bola ₦10,000.
 const adaPaysBola = `{"from": 1, "to": 2, "amountKobo": 1000000}`
 
+// lessonLock is the lesson's lock TTL, 30 s: how long a claim holds its
+// key before a retry may take it over, in every story that does not
+// change it on purpose.
+const lessonLock = idem.DefaultLockTTL
+
 // sendAndShow: the app sends body with a new key, and shows what came back.
 func sendAndShow(ctx context.Context, lab *lab.Lab, app *client.Client, body string) {
 	res, err := app.Send(ctx, lab.NewKey(), []byte(body))

@@ -10,9 +10,9 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/bank/pgserver"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/client"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // The server at its edges: inputs no client should send (an impossible

@@ -10,8 +10,8 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // label is the short form of an answer: "transfer 1" or the error code.

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/bench"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // minRound is the shortest round bench accepts. A round shorter than a

@@ -16,9 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/zudojs/bank/bank/pgserver"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // The lab's speed goals, measured on whole bank processes as a learner

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
-	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // The grader is a judge, and a judge is proven on code its author did not

@@ -17,8 +17,8 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/program"
+	"github.com/zudojs/bank/scenarios/lab/render"
 	"github.com/zudojs/bank/scenarios/practice"
-	"github.com/zudojs/bank/scenarios/render"
 )
 
 type exerciseFlags struct {

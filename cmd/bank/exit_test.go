@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // TestExitCodesThroughTheFrontDoor runs each command as a learner would

@@ -61,7 +61,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
   bank grade -- python3 app.py
   bank grade --only lost-response,crash -- ./myserver
   bank grade -- bank serve                  # the lab's own server: passes
-  bank grade -- bank serve --break no-fencing
+  bank grade -- bank serve --mistake no-fencing
   bank grade --starter python my-server     # a server to start from
   bank grade --repeat 20 -- ./myserver      # each check 20 times
   bank grade --junit grade.xml --html grade.html -- ./myserver

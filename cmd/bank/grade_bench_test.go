@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // BenchmarkGrade: a whole grade as a learner runs it (every check, as many

@@ -4,20 +4,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // TestGradeVerboseDrawsFailures: with -v, a failed check's diagram is
 // drawn after its evidence, as bank scenario --diagram draws a run, in 80
 // columns when the output is not a terminal; a check that passed is not
-// drawn. bank serve --break no-keys fails lost-response: the retry after
+// drawn. bank serve --mistake no-keys fails lost-response: the retry after
 // the lost reply ran the transfer again.
 func TestGradeVerboseDrawsFailures(t *testing.T) {
 	t.Parallel()
 	graders <- struct{}{}
 	defer func() { <-graders }()
-	cmd := command(t, pgtest.CacheDir(t), "-v", "grade", "--only", "plain,lost-response", "--", bankBinary(t), "serve", "--break", "no-keys")
+	cmd := command(t, pgtest.CacheDir(t), "-v", "grade", "--only", "plain,lost-response", "--", bankBinary(t), "serve", "--mistake", "no-keys")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()

@@ -18,11 +18,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // garbageRole makes the test binary a server that answers every request
@@ -205,7 +205,7 @@ func TestGradeRepeatJUnitAndPoints(t *testing.T) {
 	t.Parallel()
 	junit := filepath.Join(t.TempDir(), "grade.xml")
 	rep, code, out := gradeWith(t, []string{"--lock-ttl", "2s", "--jobs", testJobs, "--repeat", "2", "--junit", junit, "--points", "crash=5,plain=2"},
-		"plain,crash,pause", bankBinary(t), "serve", "--break", "no-lock-expiry")
+		"plain,crash,pause", bankBinary(t), "serve", "--mistake", "no-lock-expiry")
 	if code != exitcode.No || rep.Passed() {
 		t.Fatalf("exit %d, passed %v, want a failed grade:\n%s", code, rep.Passed(), out)
 	}
@@ -310,7 +310,7 @@ func TestGradeCatchesEachBreak(t *testing.T) {
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			graded(t, want, bankBinary(t), "serve", "--break", name)
+			graded(t, want, bankBinary(t), "serve", "--mistake", name)
 		})
 	}
 }

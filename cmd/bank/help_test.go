@@ -16,8 +16,8 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
 	"github.com/zudojs/bank/scenarios/practice"
-	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 // TestHelpTopicsAreWrapped: every topic fits a terminal of 80 columns,
@@ -159,7 +159,7 @@ func TestHelpTopicsNameWhatTheyDescribe(t *testing.T) {
 	for _, m := range scenarios.Mistakes {
 		mistakes = append(mistakes, m.Name)
 	}
-	mustName("mistakes", append(mistakes, wrong.Names()...))
+	mustName("mistakes", append(mistakes, onpurpose.Names()...))
 	mustName("exercise", practice.ExerciseNames())
 	mustName("grade", grade.Names())
 	mustName("serve", apiErrorCodes(t))

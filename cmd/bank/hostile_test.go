@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // A learner's server may be hostile, by mistake or on purpose: its

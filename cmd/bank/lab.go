@@ -13,7 +13,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/labweb"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 func (a *app) labCommand() *cobra.Command {

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
-	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // TestLabSurvivesCutRuns: bank lab, its page's run of the no-fencing

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // proc is a live process started, directly or not, by a bank run.

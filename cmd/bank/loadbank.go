@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/zudojs/bank/bank"
-	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
 )
 
 // loadBank is the set-up shared by bench and torture: the server, a fresh

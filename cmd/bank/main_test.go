@@ -9,15 +9,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -462,15 +464,64 @@ func TestKeysGC(t *testing.T) {
 
 func TestMistakeCommand(t *testing.T) {
 	t.Parallel()
+	// The list is the catalogue: every mistake once, the stories first.
 	r := cli(t, nil, "mistake", "list")
-	if r.code != 0 || strings.Count(r.stdout, "\n")-strings.Count(r.stdout, "\n ") != len(scenarios.Mistakes) || !strings.HasPrefix(r.stdout, "new-key-per-attempt ") {
+	if r.code != 0 {
 		t.Fatalf("%+v", r)
+	}
+	var listed []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && len(f) > 0 {
+			listed = append(listed, f[0])
+		}
+	}
+	var want []string
+	for _, m := range scenarios.Mistakes {
+		want = append(want, m.Name)
+	}
+	for _, m := range mistakes.Catalogue {
+		if !m.Story() {
+			want = append(want, m.Name)
+		}
+	}
+	if !slices.Equal(listed, want) {
+		t.Errorf("bank mistake list names %v, want the catalogue: %v", listed, want)
 	}
 	r = cli(t, nil, "mistake", "nosuch")
 	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "no-fencing") {
 		t.Fatalf("%+v", r)
 	}
 	oneLine(t, r)
+	// A mistake of the catalogue with no story of its own says where it
+	// is shown.
+	r = cli(t, nil, "mistake", "check-then-insert")
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "bank scenario concurrent") {
+		t.Fatalf("%+v", r)
+	}
+	oneLine(t, r)
+}
+
+// TestMistakeFlag: --mistake serves a mistake of the catalogue that has a
+// server; a catalogued one without a server, and a name not in the
+// catalogue, are refused in one line saying what it serves; --break, the
+// old name, still works (hidden from --help).
+func TestMistakeFlag(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"serve", "--mistake", "check-then-insert"},
+		{"serve", "--mistake", "nosuch"},
+		{"torture", "--break", "nosuch"},
+	} {
+		r := cli(t, nil, args...)
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, "no-fencing, no-lock-expiry") {
+			t.Errorf("%v: %+v", args, r)
+		}
+		oneLine(t, r)
+	}
+	r := cli(t, nil, "serve", "--help")
+	if !strings.Contains(r.stdout, "--mistake") || strings.Contains(r.stdout, "--break") {
+		t.Errorf("bank serve --help shows --mistake, not --break:\n%s", r.stdout)
+	}
 }
 
 // TestMistakeThroughTheFrontDoor runs a mistake as a learner would, with

@@ -8,12 +8,15 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 func (a *app) mistakeCommand() *cobra.Command {
@@ -28,7 +31,7 @@ checks side by side.
 Exit status: 0 when the mistake did its damage and the fix held, 1 when not,
 2 for a bad command line, 3 when PostgreSQL could not be started or reached.
 
-Each mistake, and bank serve --break: bank help mistakes.`,
+Each mistake, and bank serve --mistake: bank help mistakes.`,
 		Example: `  bank mistake list
   bank mistake no-fencing
   bank mistake all
@@ -36,12 +39,17 @@ Each mistake, and bank serve --break: bank help mistakes.`,
 The mistakes, in the order of the lesson's table:
 ` + names.Table(mistakeEntries()),
 		ValidArgsFunction: names.Complete("mistake", mistakeEntries()),
-		Args:              names.One("mistake", mistakeEntries()),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if m, ok := mistakes.Named(args[0]); ok && !m.Story() {
+					return exitcode.Usagef("%s has no story of its own: %s shows it done right (bank mistake list says where each mistake is shown)", m.Name, m.See)
+				}
+			}
+			return names.One("mistake", mistakeEntries())(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "list" {
-				for _, m := range scenarios.Mistakes {
-					row(a.io.Out, a.listColumns(), fmt.Sprintf("%-20s ", m.Name), m.Summary+": "+m.Happens)
-				}
+				a.listMistakes()
 				return nil
 			}
 			return a.runMistakes(cmd.Context(), args[0], f)
@@ -121,6 +129,30 @@ func (a *app) mistakeSummary(verdicts []lab.MistakeVerdict, asJSON bool) {
 	}
 }
 
+// listMistakes prints the catalogue: the table's mistakes, each with its
+// story, then the others the judges name, each with the scenario that
+// shows it done right; and which of them bank serve --mistake serves.
+func (a *app) listMistakes() {
+	w, cols := a.io.Out, a.listColumns()
+	served := func(m mistakes.Mistake) string {
+		if _, ok := onpurpose.Lookup(m.Name); ok {
+			return " (bank serve --mistake " + m.Name + " serves it)"
+		}
+		return ""
+	}
+	fmt.Fprintln(w, "The lesson's table of mistakes: bank mistake NAME makes one, then fixes it.")
+	for _, m := range scenarios.Mistakes {
+		row(w, cols, fmt.Sprintf("  %-20s ", m.Name), m.Summary+": "+m.Happens+served(m.Mistake))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Also named by bank grade and bank torture when what they see fits one:")
+	for _, m := range mistakes.Catalogue {
+		if !m.Story() {
+			row(w, cols, fmt.Sprintf("  %-20s ", m.Name), m.Summary+"; shown done right by "+m.See+served(m))
+		}
+	}
+}
+
 func mistakeEntries() []names.Entry {
 	return names.EntriesOf(scenarios.Mistakes, func(m *lab.Mistake) names.Entry { return names.Entry{Name: m.Name, Summary: m.Summary} })
 }
@@ -131,4 +163,30 @@ type summaryLine struct {
 	Kind      string `json:"kind"`
 	Scenarios any    `json:"scenarios,omitempty"`
 	Mistakes  any    `json:"mistakes,omitempty"`
+}
+
+// mistakeFlag adds --mistake NAME, which runs the server made wrong on
+// purpose with that mistake of the catalogue, and --break, its old name,
+// kept hidden so that commands written before still work.
+func mistakeFlag(fs *pflag.FlagSet, p *string, usage string) {
+	usage += ": " + strings.Join(onpurpose.Names(), ", ")
+	fs.StringVar(p, "mistake", "", usage)
+	fs.StringVar(p, "break", "", usage)
+	_ = fs.MarkHidden("break")
+}
+
+// checkMistakeFlag refuses a --mistake the lab cannot serve, saying why:
+// a name not in the catalogue, or a mistake with no server of its own.
+func checkMistakeFlag(name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, ok := onpurpose.Lookup(name); ok {
+		return nil
+	}
+	served := strings.Join(onpurpose.Names(), ", ")
+	if m, ok := mistakes.Named(name); ok {
+		return exitcode.Usagef("--mistake %s: the lab has no server made with that mistake (%s shows it); it serves %s", name, m.See, served)
+	}
+	return exitcode.Usagef("--mistake %s is not a mistake of the lab's: it serves %s (bank mistake list names every mistake)", name, served)
 }

@@ -13,11 +13,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/help"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/term"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
 )
 
 var version = "0.1.0" // make dist sets it at link time; see version.go

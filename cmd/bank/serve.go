@@ -8,20 +8,19 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/httpserve"
 	"github.com/zudojs/bank/idem"
-	"github.com/zudojs/bank/scenarios/wrong"
+	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 type serveFlags struct {
@@ -33,7 +32,7 @@ type serveFlags struct {
 	lockTTL       time.Duration
 	keep, inPlace bool
 	rateLimit     float64
-	broken        string // --break: the server broken on purpose (scenarios/wrong)
+	mistake       string // --mistake: the server made wrong on purpose (package onpurpose)
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -73,7 +72,7 @@ transfer has committed (the connection is closed instead of answered), and
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep the bank's database after the server stops (with --database-url)")
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "transfer requests per second per user (0: no limit); over it, 429 with Retry-After")
 	cmd.Flags().BoolVar(&f.inPlace, "in-place", false, "serve the database --database-url names, as it is, instead of a fresh copy (for several servers sharing one bank); implied when PORT is set")
-	cmd.Flags().StringVar(&f.broken, "break", "", "run with a mistake on purpose: "+strings.Join(wrong.Names(), ", "))
+	mistakeFlag(cmd.Flags(), &f.mistake, "serve with a mistake on purpose")
 	return cmd
 }
 
@@ -87,8 +86,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return exitcode.Usagef("--lock-ttl must be positive, such as 30s")
 	case f.rateLimit < 0:
 		return exitcode.Usagef("--rate-limit must be 0 (no limit) or more")
-	case f.broken != "" && !slices.Contains(wrong.Names(), f.broken):
-		return exitcode.Usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
+	}
+	if err := checkMistakeFlag(f.mistake); err != nil {
+		return err
 	}
 	if !loopback(f.addr) {
 		if !f.publicTokens {
@@ -157,7 +157,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 
 	var handler api.Handler = &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: f.lockTTL}}
-	if b, ok := wrong.Lookup(f.broken); ok {
+	if b, ok := onpurpose.Lookup(f.mistake); ok {
 		handler = b.New(pool, f.lockTTL)
 		fmt.Fprintf(a.io.Err, "bank: BROKEN ON PURPOSE: serving with the mistake %q (%s)\n", b.Name, b.Summary)
 	}
@@ -168,10 +168,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		Tokens:    api.Tokens,
 		Now:       time.Now, // the real clock: this is a real server
 		Log:       a.io.Err,
-		LoseFirst: f.loseResponses,
-		LoseRate:  f.loseRate,
 		RateLimit: f.rateLimit,
-		Rand:      rand.New(rand.NewPCG(f.seed, f.seed)),
+		LoseAnswer: (&lab.LostAnswers{First: f.loseResponses, Rate: f.loseRate,
+			Rand: rand.New(rand.NewPCG(f.seed, f.seed))}).Lose,
 	}
 	hs := httpserve.New(server)
 	hs.ReadTimeout = 15 * time.Second // the head and a body of 16 KiB at most

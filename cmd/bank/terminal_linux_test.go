@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // newTerminal opens a pseudo-terminal of cols columns: master, the side

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +15,6 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/outfile"
 	"github.com/zudojs/bank/cmd/bank/internal/term"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
-	"github.com/zudojs/bank/scenarios/wrong"
 )
 
 type tortureFlags struct {
@@ -62,13 +59,13 @@ matching its reply; a changed body refused; no key left in progress.
 
 Verdict: valid (exit 0), invalid (exit 1, with the offending keys and the
 lesson's mistake the history fits), or unknown (exit 4) when a fault kind
-never happened, so a quiet run cannot pass as proof. --break runs the
+never happened, so a quiet run cannot pass as proof. --mistake runs the
 replicas with a mistake; the checker must then say invalid, and name it.
 --history FILE writes every attempt and fault as JSON lines, to a new or
 regular file only, put in place once whole (a write that fails: exit 3).
 How to read the report, and a measured run: bank help torture.`,
 		Example: `  bank torture --seed 1
-  bank torture --seed 1 --break no-fencing`,
+  bank torture --seed 1 --mistake no-fencing`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -84,8 +81,9 @@ How to read the report, and a measured run: bank help torture.`,
 				return exitcode.Usagef("--lose-rate must be between 0 and 1, such as 0.1")
 			case f.history == "-":
 				return exitcode.Usagef("--history - would mix the history into the report on standard output: name a file, such as history.jsonl")
-			case f.mistake != "" && !slices.Contains(wrong.Names(), f.mistake):
-				return exitcode.Usagef("--break must be one of %s", strings.Join(wrong.Names(), ", "))
+			}
+			if err := checkMistakeFlag(f.mistake); err != nil {
+				return err
 			}
 			return a.torture(cmd.Context(), f)
 		},
@@ -98,7 +96,7 @@ How to read the report, and a measured run: bank help torture.`,
 	fl.IntVar(&f.accounts, "accounts", 1000, "accounts to send between")
 	fl.DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the replicas' lock TTL (short, so takeovers happen)")
 	fl.Float64Var(&f.loseRate, "lose-rate", 0.1, "the share of answers the clients lose after the replica committed (0 to 1)")
-	fl.StringVar(&f.mistake, "break", "", "run the replicas with a mistake: "+strings.Join(wrong.Names(), ", "))
+	mistakeFlag(fl, &f.mistake, "run the replicas with a mistake on purpose")
 	fl.StringVar(&f.history, "history", "", "write every attempt and fault as JSON lines to this file (a new or regular one)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop handing out new intents after this long (0: send them all; timed, so not replayable)")
 	fl.BoolVar(&f.json, "json", false, "print the report as one JSON object instead of the table")
@@ -132,7 +130,7 @@ func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	// as the seed says for each intent (torture.Config.LoseRate).
 	args := []string{"--lock-ttl", f.lockTTL.String()}
 	if f.mistake != "" {
-		args = append(args, "--break", f.mistake)
+		args = append(args, "--mistake", f.mistake)
 	}
 	var replicas []torture.Replica
 	for i := 0; i < f.replicas; i++ {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // TestTortureHistoryWriteFails: a write the machine refuses (here a file

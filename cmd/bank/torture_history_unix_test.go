@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // TestTortureHistoryNeverDestructive: --history follows the rules of

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
-	"github.com/zudojs/bank/scenarios/wrong"
+	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // tortureJSON runs bank torture with --json and returns its report.
@@ -79,17 +79,17 @@ func TestTortureReplayable(t *testing.T) {
 }
 
 // TestTortureCatchesEachMistake: the checker is only worth something if it
-// fails when the servers are wrong. Each --break mode must end invalid,
+// fails when the servers are wrong. Each --mistake mode must end invalid,
 // with offending keys, on the first seed, and the diagnosis, drawn from
 // the run's history, must name the very mistake: the choreographed kill
 // shows second-transaction and no-lock-expiry, the pause no-fencing, the
 // session kill replay-500, and the kill and restart memory-keys.
 func TestTortureCatchesEachMistake(t *testing.T) {
 	t.Parallel()
-	for _, mode := range wrong.Names() {
+	for _, mode := range onpurpose.Names() {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "400", "--lock-ttl", "1s", "--break", mode)
+			rep, code, out := tortureJSON(t, "--seed", "1", "--intents", "400", "--lock-ttl", "1s", "--mistake", mode)
 			if code != exitcode.No || rep.Verdict != "fail" || len(rep.Offending) == 0 {
 				t.Fatalf("exit %d, verdict %q, offending %v: %s", code, rep.Verdict, rep.Offending, out)
 			}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -53,7 +53,7 @@ func TestEverythingFoldsAt80(t *testing.T) {
 	}
 	// A failing server: bank serve without keys, on three checks (each
 	// failing with evidence, JSON bodies among it).
-	card := []string{"grade", "--only", "lost-response,crash-on-store,pause", "--", bankBinary(t), "serve", "--break", "no-keys"}
+	card := []string{"grade", "--only", "lost-response,crash-on-store,pause", "--", bankBinary(t), "serve", "--mistake", "no-keys"}
 	runs = append(runs, card)
 	for _, args := range runs {
 		cmd := exec.Command(bankBinary(t), args...)

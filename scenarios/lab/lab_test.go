@@ -11,10 +11,10 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/bank/pgserver"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 // A scenario that claims to show a break which does not happen is not

@@ -3,14 +3,16 @@ package lab
 import (
 	"context"
 
-	"github.com/zudojs/bank/bank/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
 )
 
 // Mistake is one row of the lesson's table of mistakes: the same steps run
 // twice, once with the mistake and once without, each in a fresh bank.
 type Mistake struct {
-	Name    string
-	Summary string // the mistake, in the table's words
+	// Mistake is its entry in the catalogue: its name and its summary in
+	// the table's words.
+	mistakes.Mistake
 	Happens string // what it costs
 	Fix     string // what the correct version does instead
 	// Why says how the mistake does its damage, and Holds why the fix

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // probeSQL makes public.probe(tag), the learner's spy: it tries COPY … TO

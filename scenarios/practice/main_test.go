@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/zudojs/bank/bank/api"
-	"github.com/zudojs/bank/bank/pgserver"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 func TestMain(m *testing.M) {

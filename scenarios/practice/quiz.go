@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 // Question is one question of the quiz: a prediction about what a

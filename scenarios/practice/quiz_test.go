@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 // TestQuizAnswersComeFromTheRuns: every question's right answer is read

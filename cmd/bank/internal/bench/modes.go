@@ -18,7 +18,7 @@ const (
 	Fresh                  // bank serve over HTTP: fresh intents
 	Replays                // bank serve: every request a replay of a completed key
 	Storm                  // bank serve: every request sent twice at once
-	NoKey                  // bank serve with idempotency switched off (--break no-keys)
+	NoKey                  // bank serve with idempotency switched off (--mistake no-keys)
 )
 
 // Modes, in the order they run in each round and are reported.
@@ -44,7 +44,7 @@ func (m Mode) keyed() bool { return m == Fresh || m == Replays || m == Storm }
 // serveArgs are the extra arguments of the mode's bank serve.
 func (m Mode) serveArgs() []string {
 	if m == NoKey {
-		return []string{"--break", "no-keys"}
+		return []string{"--mistake", "no-keys"}
 	}
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zudojs/bank/bank"
-	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/idem"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // The pgbench scripts are built from the statements the server itself

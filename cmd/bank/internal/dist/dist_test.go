@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 var epoch = time.Unix(1764582780, 0).UTC()

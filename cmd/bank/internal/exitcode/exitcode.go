@@ -17,8 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/zudojs/bank/bank/pgserver"
-	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // Exit codes, in one place: each means one thing, for every command

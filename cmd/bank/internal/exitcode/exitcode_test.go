@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // TestExitCodeOfEachError: every kind of error maps to its one code, and

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 var (

@@ -3,7 +3,7 @@ package grade
 import (
 	"testing"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // TestMain gives the tests a PostgreSQL whose databases are the checks'.

@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zudojs/bank/bank/procs"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // StartError is a server that exited before it listened, or never

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
 )
 
 // tortureFaults are the faults of bank torture that need nothing of the
@@ -83,7 +84,7 @@ func tortureRun(t *trial) {
 		t.unknown("%d intents did not settle in time, on a machine too busy to tell whether they would have: %s", len(rep.Violations), rep.Violations[0])
 	case rep.Verdict == "fail":
 		if d := rep.Diagnosis; d != nil && d.Mistake != "" {
-			if m, ok := mistakeNamed(d.Mistake); ok {
+			if m, ok := mistakes.Named(d.Mistake); ok {
 				t.failAs(m, "invalid: %d violations; %s; such as: %s", len(rep.Violations), d.Why, rep.Violations[0])
 				break
 			}

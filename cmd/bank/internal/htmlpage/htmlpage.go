@@ -12,7 +12,7 @@ import (
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/outfile"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 // Page is an --html file being made: the runs are recorded as they go,

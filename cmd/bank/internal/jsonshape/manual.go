@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 // Manual is the text of bank help json: the convention, then every

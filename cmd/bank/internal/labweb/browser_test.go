@@ -21,8 +21,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
-	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // browser finds Chromium. In CI (BANK_REQUIRE_BROWSER set by .ci/run)

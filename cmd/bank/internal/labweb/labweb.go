@@ -15,7 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 //go:embed index.html

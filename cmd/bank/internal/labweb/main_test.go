@@ -3,7 +3,7 @@ package labweb_test
 import (
 	"testing"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Caches(m) }

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // The bounds on a learner's program.

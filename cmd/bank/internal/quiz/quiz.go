@@ -11,11 +11,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/zudojs/bank/bank/pgserver"
 	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/cmd/bank/internal/term"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/render"
 	"github.com/zudojs/bank/scenarios/practice"
-	"github.com/zudojs/bank/scenarios/render"
 )
 
 // Length is the questions of a sitting; Pass, the right answers that pass.

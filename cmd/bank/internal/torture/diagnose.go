@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/bank/audit"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
 )
 
 // Diagnosis is the lesson's mistake a run's violations fit, derived from
@@ -14,37 +15,18 @@ import (
 // replica and in which of its lives, and what the faults did to them),
 // never fixed per run: with the line that says why.
 type Diagnosis struct {
-	// Mistake is one of Mistakes, or "" when the evidence fits none of
-	// them; then Why says what was seen.
+	// Mistake names one of the lab's catalogue of mistakes, or is ""
+	// when the evidence fits none of them; then Why says what was seen.
 	Mistake string `json:"mistake"`
 	Why     string `json:"why"`
 	See     string `json:"see,omitempty"` // the lab command that shows the mistake, and its fix
 }
 
-// Mistakes are the names a diagnosis gives, from the lesson's table of
-// mistakes (bank grade maps them to its own catalogue), each with what
-// its evidence is and the lab command that shows it.
-var Mistakes = []struct{ Name, Evidence, See string }{
-	{"no-keys", "retries ran again although nothing about the key was kept", "bank scenario retry-safe"},
-	{"memory-keys", "a restarted replica forgot keys", "bank mistake memory-keys"},
-	{"keys-not-shared", "a copy at the other replica ran again", "bank mistake memory-keys"},
-	{"no-fencing", "two holders both committed after a takeover", "bank mistake no-fencing"},
-	{"check-then-insert", "concurrent copies both ran", "bank scenario concurrent"},
-	{"replay-differs", "a replay's body differs from the first answer", "bank scenario retry-safe"},
-	{"no-fingerprint", "another request under a key got the first's answer", "bank mistake no-fingerprint"},
-	{"second-transaction", "a done transfer with no stored answer after a kill", "bank mistake second-transaction"},
-	{"no-lock-expiry", "a key never settles: stuck in progress", "bank mistake no-lock-expiry"},
-	{"lock-ttl-ignored", "a retry took a key over before its lock expired", "bank scenario short-lock"},
-	{"replay-500", "a stored 5xx replayed", "bank mistake replay-500"},
-}
-
+// mistake is the diagnosis naming a mistake of the lab's catalogue, with
+// what torture sees of it and the command that shows it.
 func mistake(name, why string) Diagnosis {
-	for _, m := range Mistakes {
-		if m.Name == name {
-			return Diagnosis{Mistake: name, Why: m.Evidence + ": " + why, See: m.See}
-		}
-	}
-	panic("torture: no mistake " + name)
+	m := mistakes.Must(name)
+	return Diagnosis{Mistake: m.Name, Why: m.Seen + ": " + why, See: m.See}
 }
 
 // diagnose is the run's diagnosis.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zudojs/bank/bank/procs"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // Serve is a Replica that is a real `bank serve` process: a run kills it,

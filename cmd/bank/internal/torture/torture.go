@@ -58,7 +58,7 @@ type Config struct {
 	CrashDB  func() error  // immediate stop and restart of PostgreSQL; nil when not ours
 	Faults   []string      // the fault kinds asked for (those the platform cannot inject are left out, and the report says why)
 	History  io.Writer     // every operation as JSON lines, or nil
-	Mistake  string        // the replicas' --break mode, if any
+	Mistake  string        // the replicas' --mistake mode, if any
 	Duration time.Duration // stop handing out new intents after this long; 0 means no bound
 	Live     io.Writer     // a terminal for a progress line, or nil
 	Progress io.Writer     // a line now and then, or nil

@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/zudojs/bank/bank/pgserver"
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
 	"github.com/zudojs/bank/cmd/bank/internal/witness"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 // pageCSS is render's style for the pictures, and the card's own lines.

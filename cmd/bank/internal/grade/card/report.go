@@ -15,7 +15,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 // Print prints rep, the report card of a grade of command with lockTTL:

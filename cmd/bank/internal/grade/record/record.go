@@ -1,6 +1,6 @@
 // Package record keeps what the grader did and saw in one run of a
 // check, as it happened, as the lab's events (package scenarios/lab),
-// which package scenarios/render draws as a sequence diagram, in the
+// which package scenarios/lab/render draws as a sequence diagram, in the
 // terminal or as SVG: the check's diagram on the report card.
 //
 // The events are recorded where the grader acts or sees, as it does: its
@@ -22,7 +22,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/scenarios/lab"
-	"github.com/zudojs/bank/scenarios/render"
+	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 // The lanes of a check's diagram, besides each server ("server A", "server

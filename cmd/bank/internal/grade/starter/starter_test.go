@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 // TestMain removes the PostgreSQL base that pgtest.CacheDir seeds the
@@ -233,7 +233,7 @@ func repoRoot(t *testing.T) string {
 // each check's verdict and, for a failure, the lesson's mistake its
 // evidence names (torture's too: retries that moved money again with no
 // copy ever replayed or refused are no-keys). It comes
-// from real runs of the three starters, and is what bank serve --break
+// from real runs of the three starters, and is what bank serve --mistake
 // no-keys gets too: plain passes, and so do the checks that send no copy
 // under a key of the same user (other-user) or whose retry must make the
 // transfer anyway (outage, crash); every other check fails, for want of

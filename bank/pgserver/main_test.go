@@ -1,9 +1,0 @@
-package pgserver_test
-
-import (
-	"testing"
-
-	"github.com/zudojs/bank/bank/pgserver/pgtest"
-)
-
-func TestMain(m *testing.M) { pgtest.Caches(m) }

@@ -1,0 +1,138 @@
+// Package mistakes is the lab's one catalogue of the lesson's mistakes.
+// Each has one name, used everywhere: bank mistake NAME plays its story,
+// bank serve --mistake NAME serves it (package onpurpose, the code made
+// wrong on purpose), and bank grade and bank torture name it when what
+// they saw fits it. None of them keeps a list of its own.
+package mistakes
+
+import "fmt"
+
+// Mistake is one entry of the catalogue.
+type Mistake struct {
+	// Name is its one name, on the command line and in every report.
+	Name string
+	// Summary is the mistake in a few words (the lesson's table, where it
+	// has a row there).
+	Summary string
+	// Diagnosis is what a grade card says it is, when the evidence of a
+	// failed check fits it.
+	Diagnosis string
+	// Seen is what a torture run sees when a server makes it ("" where
+	// torture cannot provoke it).
+	Seen string
+	// See is the lab command that shows it, and the fix.
+	See string
+}
+
+// Story is whether bank mistake NAME plays it (its See).
+func (m Mistake) Story() bool { return m.See == "bank mistake "+m.Name }
+
+// Catalogue lists every mistake: first the rows of the lesson's table, in
+// its order (each with a story of its own), then the others the judges
+// name, each shown done right by a scenario.
+var Catalogue = []Mistake{
+	{Name: "new-key-per-attempt", Summary: "a new key for every attempt",
+		Diagnosis: "a new key made for every attempt: every retry looks like a new request, so a lost answer leads to a second transfer",
+		See:       "bank mistake new-key-per-attempt"},
+	{Name: "memory-keys", Summary: "keys in a map in memory",
+		Diagnosis: "keys kept in one server's memory: a restart forgets them, and another instance never sees them",
+		Seen:      "a restarted replica forgot keys",
+		See:       "bank mistake memory-keys"},
+	{Name: "second-transaction", Summary: "storing the response in a second transaction",
+		Diagnosis: "the answer stored outside the transfer's transaction: a crash between the transfer's commit and storing the answer leaves a done transfer with no stored answer, and the retry transfers again",
+		Seen:      "a done transfer with no stored answer after a kill",
+		See:       "bank mistake second-transaction"},
+	{Name: "unscoped-keys", Summary: "keys not scoped to the user",
+		Diagnosis: "keys not scoped to their user: one user's key answers (or blocks) another user's request",
+		See:       "bank mistake unscoped-keys"},
+	{Name: "no-fingerprint", Summary: "ignoring the request fingerprint",
+		Diagnosis: "no fingerprint: a key's stored answer is replayed to whatever request comes with it",
+		Seen:      "another request under a key got the first's answer",
+		See:       "bank mistake no-fingerprint"},
+	{Name: "replay-500", Summary: "replaying stored 500s",
+		Diagnosis: "a server error stored under the key and replayed: one brief outage became the key's answer for ever",
+		Seen:      "a stored 5xx replayed",
+		See:       "bank mistake replay-500"},
+	{Name: "no-lock-expiry", Summary: "a lock with no expiry",
+		Diagnosis: "a lock that never expires: the crashed request's key stays in progress for ever",
+		Seen:      "a key never settles: stuck in progress",
+		See:       "bank mistake no-lock-expiry"},
+	{Name: "no-fencing", Summary: "a lock expiry but no fencing token",
+		Diagnosis: "no fencing token (or one checked only after the work committed): the server that lost its lock still committed its work",
+		Seen:      "two holders both committed after a takeover",
+		See:       "bank mistake no-fencing"},
+
+	{Name: "no-keys", Summary: "the Idempotency-Key ignored: every delivery is a new transfer",
+		Diagnosis: "no idempotency: the retry ran the transfer again instead of replaying the stored answer",
+		Seen:      "retries ran again although nothing about the key was kept",
+		See:       "bank scenario retry-safe"},
+	{Name: "keys-not-shared", Summary: "a key in progress not shared between the instances",
+		Diagnosis: "a key in progress not shared between the instances (its claim or its lock kept in one server's memory, or the key not kept at all): a copy that reaches another instance while the first works runs again",
+		Seen:      "a copy at the other replica ran again",
+		See:       "bank mistake memory-keys"},
+	{Name: "check-then-insert", Summary: "check for the key, then insert it",
+		Diagnosis: "check, then insert: copies that came together all found no key and all ran; claim the key atomically",
+		Seen:      "concurrent copies both ran",
+		See:       "bank scenario concurrent"},
+	{Name: "lock-ttl-ignored", Summary: "a lock that does not last the TTL it was given",
+		Diagnosis: "the lock does not last LOCK_TTL_MS: a retry takes the key over while the first request may still be working (or waits longer than the client was told)",
+		Seen:      "a retry took a key over before its lock expired",
+		See:       "bank scenario short-lock"},
+	{Name: "replay-differs", Summary: "a replay that is not the stored answer",
+		Diagnosis: "the stored answer is not sent back as it was first sent: a client that lost the first answer is told something else",
+		Seen:      "a replay's body differs from the first answer",
+		See:       "bank scenario retry-safe"},
+	{Name: "replay-not-marked", Summary: "a replay not marked as one",
+		Diagnosis: "a replay is not marked Idempotent-Replayed: true, so a client cannot tell it from a new transfer",
+		See:       "bank scenario retry-safe"},
+	{Name: "raw-fingerprint", Summary: "a fingerprint of the raw bytes",
+		Diagnosis: "the fingerprint hashes the raw bytes, so the same request written differently looks like another",
+		See:       "bank scenario key-misuse"},
+	{Name: "key-optional", Summary: "a transfer accepted without a key",
+		Diagnosis: "a transfer without a key cannot be retried safely, so the API must refuse it",
+		See:       "bank scenario key-misuse"},
+	{Name: "refusal-not-stored", Summary: "only successes stored under the key",
+		Diagnosis: "only successes are stored: a refused request runs again on retry, and may now succeed",
+		See:       "bank scenario key-misuse"},
+	{Name: "no-lookup", Summary: "no way to ask what became of a request",
+		Diagnosis: "no way for a client to ask what became of a request it lost the answer to",
+		See:       "bank scenario unknown-outcome"},
+	{Name: "transfer", Summary: "the transfer itself wrong",
+		Diagnosis: "the transfer itself is wrong, before any fault",
+		See:       "bank scenario atomic"},
+	{Name: "no-recovery", Summary: "a server that stays broken after a cancelled statement",
+		Diagnosis: "a server that does not get over a cancelled statement",
+		See:       "bank scenario atomic"},
+}
+
+// Named finds a mistake by its name.
+func Named(name string) (Mistake, bool) {
+	for _, m := range Catalogue {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Mistake{}, false
+}
+
+// Must is the mistake of that name; a name not in the catalogue is a bug
+// of the lab's (its readers name mistakes in package variables, so that
+// such a bug stops every test at once).
+func Must(name string) Mistake {
+	m, ok := Named(name)
+	if !ok {
+		panic(fmt.Sprintf("mistakes: %q is not in the catalogue", name))
+	}
+	return m
+}
+
+// Stories are the mistakes bank mistake plays, in the lesson's order.
+func Stories() []Mistake {
+	var out []Mistake
+	for _, m := range Catalogue {
+		if m.Story() {
+			out = append(out, m)
+		}
+	}
+	return out
+}

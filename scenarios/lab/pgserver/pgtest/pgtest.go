@@ -1,0 +1,249 @@
+// Package pgtest gives tests a real PostgreSQL: one server per test
+// binary (embedded, or the one in BANK_TEST_DATABASE_URL), and a fresh
+// database per test, cloned from the bank's seeded template.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+)
+
+var (
+	clones *pgserver.Clones
+	server *pgserver.Server
+	admin  string
+)
+
+// Main starts the server, builds the template database that the tests'
+// databases are cloned from (each package says what it holds), runs the
+// tests and stops the server. Use it from TestMain.
+func Main(m *testing.M, tmpl pgserver.Template) {
+	os.Exit(Run(m, tmpl))
+}
+
+// Run is Main without the exit: it returns the tests' exit code.
+func Run(m *testing.M, tmpl pgserver.Template) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin = os.Getenv("BANK_TEST_DATABASE_URL")
+	if admin == "" {
+		s, err := pgserver.Start(ctx, pgserver.Options{CacheDir: os.Getenv("BANK_CACHE_DIR")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest: starting PostgreSQL:", err)
+			return 3
+		}
+		defer s.Stop()
+		server = s
+		admin = s.URL("postgres")
+	}
+	c, err := pgserver.Open(ctx, admin, tmpl)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		return 3
+	}
+	defer c.Close()
+	if server != nil {
+		if err := c.Throwaway(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			return 3
+		}
+	}
+	clones = c
+	defer removeSeed()
+	code := m.Run()
+	if server != nil && c.Confined() {
+		server.MeasureAtStop()
+	}
+	return code
+}
+
+// AdminURL connects to the test server's maintenance database.
+func AdminURL() string { return admin }
+
+// Clones hands out the test binary's databases.
+func Clones() *pgserver.Clones { return clones }
+
+// Server is the embedded server, or nil when tests use their own.
+func Server() *pgserver.Server { return server }
+
+// DB gives the test a fresh seeded database, dropped when the test ends.
+func DB(t testing.TB) (*pgxpool.Pool, *pgserver.Database) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := clones.NewDatabase(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		if err := db.Drop(context.Background()); err != nil {
+			t.Errorf("dropping %s: %v", db.Name, err)
+		}
+	})
+	return pool, db
+}
+
+// CacheDir is a private cache directory for a test that starts servers of
+// its own. It already holds the base cluster: a copy of one that initdb
+// made once for the whole test binary (initdb costs most of a first run's
+// second of CPU, and tens of tests each paid it). A test about the first
+// run itself takes FreshCacheDir.
+func CacheDir(tb testing.TB) string {
+	tb.Helper()
+	dir := FreshCacheDir(tb)
+	if err := seedCache(dir); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+// FreshCacheDir is an empty private cache directory: the lab's first run
+// happens in it. As root it is made under /var/tmp and opened to others
+// (t.TempDir is 0700, which the postgres account could not enter).
+func FreshCacheDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := newCacheDir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { pgserver.RemoveCache(dir) })
+	return dir
+}
+
+func newCacheDir() (string, error) {
+	parent := os.TempDir()
+	switch {
+	case os.Geteuid() == 0:
+		parent = "/var/tmp"
+	case runtime.GOOS != "windows" && len(parent) > 20:
+		// macOS's $TMPDIR (/var/folders/…/T/, about 49 bytes) would put
+		// the slots' unix sockets past the 100 bytes pgserver allows
+		// (a socket's path has room for 104): /tmp keeps them short.
+		// The directory's name is random, as in $TMPDIR.
+		parent = "/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, "bank-test-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	return dir, err
+}
+
+// seed is the cache whose base cluster CacheDir copies, made on first use.
+var seed struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// seedCache gives dst the seed's base cluster, as the lab would have
+// found it after a first run: the installation directory with its base
+// and the base's id, owners and modes kept. The files are hard links
+// (cp -al: a copy of each of the 40 MB cost more CPU than the initdb it
+// saved), which is safe because the lab only ever reads a base: it
+// copies it into a slot. A test that writes into a base takes
+// FreshCacheDir. No slot and no server is copied.
+func seedCache(dst string) error {
+	seed.once.Do(func() {
+		if seed.dir, seed.err = newCacheDir(); seed.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s, err := pgserver.Start(ctx, pgserver.Options{CacheDir: seed.dir})
+		if err != nil {
+			seed.err = fmt.Errorf("pgtest: preparing the seed cache: %w", err)
+			return
+		}
+		s.Stop()
+	})
+	if seed.err != nil {
+		return seed.err
+	}
+	homes, _ := filepath.Glob(filepath.Join(seed.dir, "pg*"))
+	for _, home := range homes {
+		info, err := os.Stat(home)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, filepath.Base(home))
+		if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
+			return err
+		}
+		from := []string{filepath.Join(home, "base"), filepath.Join(home, "base.id")}
+		if out, err := exec.Command("cp", append(append([]string{"-al"}, from...), to)...).CombinedOutput(); err != nil {
+			os.RemoveAll(filepath.Join(to, "base")) // cp without -l (BSD): copies, then
+			if out, err = exec.Command("cp", append(append([]string{"-a"}, from...), to)...).CombinedOutput(); err != nil {
+				return fmt.Errorf("pgtest: seeding %s: %v: %s", dst, err, out)
+			}
+		}
+	}
+	return nil
+}
+
+// Caches is TestMain for a package whose tests use CacheDir without the
+// shared server: it runs them, then removes the seed cache.
+func Caches(m *testing.M) {
+	code := m.Run()
+	removeSeed()
+	os.Exit(code)
+}
+
+func removeSeed() {
+	if seed.dir != "" {
+		pgserver.RemoveCache(seed.dir)
+	}
+}
+
+// BuildBank builds the bank command from the package at pkg (a path
+// relative to the test's directory) into a fresh temporary directory,
+// and returns the binary and a function that removes it. With
+// BANK_TEST_BINARY set, that prebuilt binary is used instead: the
+// learner's-machine run (.ci/as-learner) runs the tests as a user who
+// has no Go toolchain.
+func BuildBank(pkg string) (string, func(), error) {
+	if b := os.Getenv("BANK_TEST_BINARY"); b != "" {
+		return b, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "bank-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	binary := filepath.Join(dir, "bank")
+	if out, err := exec.Command("go", "build", "-o", binary, pkg).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return binary, func() { os.RemoveAll(dir) }, nil
+}
+
+// Skip skips t, and notes why in the file BANK_SKIPS names (make test
+// sets it, and prints the notes at the end): a test that could not run,
+// for want of Chromium or Node.js, is said on make test's plain output,
+// not only under -v.
+func Skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	if path := os.Getenv("BANK_SKIPS"); path != "" {
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			fmt.Fprintf(f, "%s: %s\n", t.Name(), why)
+			f.Close()
+		}
+	}
+	t.Skip(why)
+}
