@@ -18,7 +18,7 @@ var Atomic = &lab.Scenario{
 	Section:  "Partial failure",
 	Prevents: "the vanished ₦10,000 of bank scenario naive",
 	Explain: map[string]string{
-		"one transaction": "Why it holds: when a statement fails, PostgreSQL undoes every statement since BEGIN, the debit included: all or nothing, the A (atomicity) of ACID.",
+		"one transaction": "What to watch: the INSERT will fail on its foreign key inside the transaction, and PostgreSQL then undoes every statement since BEGIN, the debit included: all or nothing, the A (atomicity) of ACID.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's ₦10,000 to account 99", 1, 99, 1_000_000, 0)

@@ -20,7 +20,7 @@ var Naive = &lab.Scenario{
 	Fix:         "bank scenario atomic (the same three statements in one transaction)",
 	ShowsBroken: []lab.Check{lab.TotalKept, lab.LedgerAgrees},
 	Explain: map[string]string{
-		"three statements": "Why it goes wrong: an UPDATE that matches no row is not an error in SQL, and with no transaction nothing undoes the debit when a later statement fails.",
+		"three statements": "What to watch: an UPDATE that matches no row is not an error in SQL, and with no transaction nothing undoes the debit when a later statement fails.",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Say("Ada sends ₦10,000 to account 99, a typo: there is no account 99. Three statements, each committed on its own: debit Ada, credit account 99, record the transfer.")

@@ -20,7 +20,7 @@ var RetrySafe = &lab.Scenario{
 	Section:  "The lost response, again",
 	Prevents: "the second ₦10,000 of bank scenario lost-response",
 	Explain: map[string]string{
-		"retry with one key": "Why it holds: the retry carries the first attempt's key, so the server finds it completed and replays the stored answer; nothing runs twice.\nThe key is made once per intent, outside the retry loop: a new key per attempt protects nothing (bank mistake new-key-per-attempt).",
+		"retry with one key": "What to watch: the retry carries the first attempt's key, so the server finds it completed and replays the stored answer; nothing runs twice.\nThe key is made once per intent, outside the retry loop: a new key per attempt protects nothing (bank mistake new-key-per-attempt).",
 	},
 	Run: func(ctx context.Context, lab *lab.Lab) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1)

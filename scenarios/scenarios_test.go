@@ -188,7 +188,7 @@ func drawnAsTold(t *testing.T, rec *render.Recorder) {
 				if e.Mark == "fenced" {
 					fenced++
 				}
-				if strings.Contains(e.Text, "locked until 0 s") {
+				if strings.Contains(e.Text, "ends at 0 s") {
 					t.Errorf("%s: %q: a claim locked until the clock's start (a call without Now)", r.Scenario.Name, e.Text)
 				}
 				if e.To == lab.ActorApp || e.From == lab.ActorApp {

@@ -346,7 +346,7 @@ func TestAllEndsWithAVerdictPerScenario(t *testing.T) {
 	}
 	table := r.stdout[strings.LastIndex(r.stdout, fmt.Sprintf("\n%-*s %-18s ", nameWidth(), "scenario", "verdict")):]
 	for _, sc := range scenarios.Lessons {
-		want := "fix held"
+		want := "invariants held"
 		if len(sc.ShowsBroken) > 0 || sc.Fix != "" {
 			want = "failure reproduced"
 		}
@@ -421,7 +421,7 @@ func TestTwoProcessesAtOnce(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range 2 {
-		if errs[i] != nil || !strings.Contains(string(outs[i]), "verdict: fix held") {
+		if errs[i] != nil || !strings.Contains(string(outs[i]), "verdict: invariants held") {
 			t.Errorf("process %d: %v\n%s", i, errs[i], outs[i])
 		}
 	}

@@ -17,7 +17,7 @@ func TestDiagramFlag(t *testing.T) {
 	if r.code != exitcode.OK {
 		t.Fatalf("%+v", r)
 	}
-	for _, want := range []string{"app", "server A", "server B", "PostgreSQL", "[TAKEOVER]", "[FENCED]", "  31 s", "verdict: fix held"} {
+	for _, want := range []string{"app", "server A", "server B", "PostgreSQL", "[TAKEOVER]", "[FENCED]", "  31 s", "verdict: invariants held"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the diagram lacks %q:\n%s", want, r.stdout)
 		}

@@ -269,7 +269,7 @@ func verdictWord(v lab.Verdict) string {
 	case v.ShowsBreak:
 		return "failure reproduced"
 	}
-	return "fix held"
+	return "invariants held"
 }
 
 func (a *app) announceKept(ctx context.Context, db *database, kept *pgserver.Database) {

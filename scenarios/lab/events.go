@@ -208,7 +208,7 @@ func (l *Lab) KeySteps() func(ctx context.Context, e idem.Event, own string) {
 func keyEventText(l *Lab, e idem.Event, work string) (string, string) {
 	switch e.Kind {
 	case idem.Claimed:
-		return "claim the key (locked until " + l.clockText(e.LockedUntil) + ")", ""
+		return "claim the key (lock ends at " + l.clockText(e.LockedUntil) + ")", ""
 	case idem.Replayed:
 		return "key completed: read the stored answer", "replayed"
 	case idem.Locked:

@@ -282,7 +282,13 @@ func drawArrow(e lab.Event, n, from, to int, bars func() canvas, diagramWidth in
 	labels := make([]canvas, len(rows))
 	for i, r := range rows {
 		labels[i] = bars()
-		labels[i].put(start, shortText(r, diagramWidth-start))
+		r = shortText(r, diagramWidth-start)
+		labels[i].put(start, r)
+		// A label that ends just before a lifeline would touch it
+		// ("timeout)│"): the lifeline gives way for that row instead.
+		if end := start + len([]rune(r)); end < len(labels[i]) && labels[i][end] == '│' {
+			labels[i][end] = ' '
+		}
 	}
 	for c := left + 1; c < right; c++ {
 		arrow[c] = '─'

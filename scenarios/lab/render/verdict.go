@@ -114,11 +114,11 @@ func (p *textPrinter) verdictLine(v lab.Verdict) (coloured, string) {
 		}
 		return coloured{"verdict: failure reproduced", p.expected}, rest
 	default:
-		rest := " - every invariant held, as the lesson teaches"
+		rest := " - every check held, as the lesson teaches"
 		if p.sc.Prevents != "" {
 			rest += "; it prevents " + p.sc.Prevents
 		}
-		return coloured{"verdict: fix held", p.good}, rest
+		return coloured{"verdict: invariants held", p.good}, rest
 	}
 }
 
