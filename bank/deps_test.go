@@ -136,7 +136,7 @@ func TestDependencyRules(t *testing.T) {
 		"bench": {[]string{"bank", "bank/client", "scenarios/lab/procs", "idem"},
 			"bench drives bank serve and pgbench with the bank's and idem's own SQL"},
 		"buildinfo": {nil, "which build this is comes from the linker and the Go toolchain only"},
-		"exitcode": {[]string{"scenarios/lab/pgserver", "scenarios/lab/procs"},
+		"exitcode": {[]string{"bank", "scenarios/lab/pgserver", "scenarios/lab/procs"},
 			"an exit code is read from the error alone: PostgreSQL's and the children's failures are the environment's"},
 		"grade": {[]string{"bank", "bank/audit", "bank/client", "scenarios/lab/procs", "scenarios/lab/mistakes", "cmd/bank/internal/torture", "cmd/bank/internal/grade/record", "scenarios/lab/render",
 			"scenarios/lab/pgserver", "scenarios/lab/pgserver/pgtest", "cmd/bank/internal/witness", "cmd/bank/internal/pace"},

@@ -246,7 +246,7 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, idem.ErrLockLost) {
 			s.Metrics.Fenced.Add(1)
 		}
-		if Unavailable(err) {
+		if bank.Unavailable(err) {
 			// The store gave the key back, or never claimed it: no answer
 			// is kept under it. (A claim whose release could not reach the
 			// database either waits out its lock.)
@@ -301,7 +301,7 @@ func (s *Server) unavailable(w http.ResponseWriter, message string) {
 // failed answers a request whose database work failed: 503 when the
 // database could not be reached, else 500 internal_error with message.
 func (s *Server) failed(w http.ResponseWriter, err error, message string) {
-	if Unavailable(err) {
+	if bank.Unavailable(err) {
 		s.unavailable(w, "the database cannot be reached right now; retry after the Retry-After delay")
 	} else {
 		problem(w, http.StatusInternalServerError, "internal_error", message)

@@ -9,14 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
-	"slices"
-	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/scenarios/lab/pgserver"
 	"github.com/zudojs/bank/scenarios/lab/procs"
 )
@@ -59,10 +55,14 @@ func (e unknownError) Error() string { return e.msg }
 // outcome that stays unknown.
 func Unknownf(format string, args ...any) error { return unknownError{fmt.Sprintf(format, args...)} }
 
-// Envf is an environment failure that is not PostgreSQL's (exit 3).
-func Envf(format string, args ...any) error {
-	return &pgserver.Error{Err: fmt.Errorf(format, args...)}
-}
+// Envf is a failure of the machine, not of the lab (exit 3), that no
+// error of PostgreSQL's or of a child says by itself.
+func Envf(format string, args ...any) error { return envError{fmt.Errorf(format, args...)} }
+
+type envError struct{ err error }
+
+func (e envError) Error() string { return e.err.Error() }
+func (e envError) Unwrap() error { return e.err }
 
 // Silent carries an exit code whose explanation was already printed.
 type Silent struct{ Code int }
@@ -101,22 +101,11 @@ func Of(err error) int {
 // start.
 func FromEnvironment(err error) bool {
 	var env *pgserver.Error
-	var connect *pgconn.ConnectError
-	var network net.Error
+	var own envError
 	var path *fs.PathError
 	var link *os.LinkError
 	var run *exec.Error
 	var child *procs.NotStarted
-	var pg *pgconn.PgError
-	switch {
-	case errors.As(err, &env), errors.As(err, &connect), errors.As(err, &network),
-		errors.As(err, &path), errors.As(err, &link), errors.As(err, &run), errors.As(err, &child):
-		return true
-	case errors.As(err, &pg):
-		// 08 connection exception, 53 insufficient resources (disk full,
-		// out of memory, too many connections), 57P the server shutting
-		// down or refusing connections, 58 system error (an I/O error).
-		return len(pg.Code) == 5 && (slices.Contains([]string{"08", "53", "58"}, pg.Code[:2]) || strings.HasPrefix(pg.Code, "57P"))
-	}
-	return false
+	return errors.As(err, &env) || errors.As(err, &own) || bank.Unavailable(err) ||
+		errors.As(err, &path) || errors.As(err, &link) || errors.As(err, &run) || errors.As(err, &child)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
@@ -44,6 +46,24 @@ func TestExitCodeOfEachError(t *testing.T) {
 	} {
 		if got := Of(c.err); got != c.want {
 			t.Errorf("Of(%#v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// TestOneClassificationOfUnreachable: "the database cannot be reached" is
+// decided once, by bank.Unavailable (the API's 503): every error it
+// counts is the environment's here too (exit 3), and the database errors
+// it does not count are not.
+func TestOneClassificationOfUnreachable(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		&pgconn.ConnectError{}, &net.OpError{Op: "read", Err: errors.New("reset")}, io.ErrUnexpectedEOF,
+		fmt.Errorf("query: %w", pgconn.ErrConnClosed), &pgconn.PgError{Code: "08006"}, &pgconn.PgError{Code: "57P03"},
+		&pgconn.PgError{Code: "58030"}, &pgconn.PgError{Code: "53300"},
+		&pgconn.PgError{Code: "57014"}, &pgconn.PgError{Code: "40001"}, &pgconn.PgError{Code: "23505"},
+	} {
+		if bank.Unavailable(err) != (Of(err) == Env) {
+			t.Errorf("%#v: the API says unavailable %v, the exit code is %d", err, bank.Unavailable(err), Of(err))
 		}
 	}
 }

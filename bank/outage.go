@@ -1,4 +1,4 @@
-package api
+package bank
 
 import (
 	"errors"
@@ -11,7 +11,9 @@ import (
 )
 
 // Unavailable reports whether err means the database could not be
-// reached (or went away) rather than that the request went wrong in it:
+// reached (or went away) rather than that the request went wrong in it,
+// the one classification the lab has (the API answers these 503, the
+// command exits 3 for them):
 // a connection that could not be made or broke, or PostgreSQL refusing
 // work for a while (SQLSTATE 08 connection exception, 53 insufficient
 // resources, 57P shutting down or not yet accepting connections, 58
