@@ -133,8 +133,8 @@ func TestDependencyRules(t *testing.T) {
 		may []string
 		why string
 	}{
-		"bench": {[]string{"bank", "bank/client", "scenarios/lab/procs", "idem"},
-			"bench drives bank serve and pgbench with the bank's and idem's own SQL"},
+		"bench": {[]string{"bank", "bank/audit", "bank/client", "scenarios/lab/procs", "idem"},
+			"bench drives bank serve and pgbench with the bank's and idem's own SQL, and checks the books with audit"},
 		"buildinfo": {nil, "which build this is comes from the linker and the Go toolchain only"},
 		"exitcode": {[]string{"bank", "scenarios/lab/pgserver", "scenarios/lab/procs"},
 			"an exit code is read from the error alone: PostgreSQL's and the children's failures are the environment's"},

@@ -56,6 +56,18 @@ func (b Books) Total() int64 {
 	return total
 }
 
+// Line is the lesson's balances line for these books, as bank.Snapshot
+// writes it: Ada ₦50,000, Bola ₦5,000, Chidi ₦20,000 | total ₦75,000 |
+// transfers 0.
+func (b Books) Line() string {
+	s := bank.Snapshot{Total: b.Total(), Transfers: len(b.Transfers)}
+	for _, a := range b.Accounts {
+		s.Holders = append(s.Holders, a.Holder)
+		s.Balances = append(s.Balances, a.Balance)
+	}
+	return s.Line()
+}
+
 // Opening is the money the bank opened with, plus what crossed its edge.
 func (b Books) Opening() (opening, in, out int64) {
 	for _, a := range b.Accounts {

