@@ -188,6 +188,9 @@ func (s *Server) user(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return id, true
 }
 
+// transfer is POST /transfers: the user, the key, the body, the handler,
+// and the answer (or, on a fault the lab injects, no answer). It is long
+// because each refusal the lesson names has its own status and words here.
 func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 	user, ok := s.user(w, r)
 	if !ok {

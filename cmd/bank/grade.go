@@ -128,6 +128,10 @@ func (f gradeFlags) check() (map[string]int, error) {
 	return checkPoints(f.points)
 }
 
+// grade is bank grade: the flags checked, the outputs (--html, --junit)
+// made first so a bad path is said at once, the database, the run, and the
+// card in every form asked for. It is long because each step is a few lines
+// that undo themselves with defer, and they read best in order.
 func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	points, err := f.check()
 	if err != nil {

@@ -95,6 +95,10 @@ func (a *app) statePath(flag string) (string, error) {
 	return filepath.Join(home, ".local", "state", "bank", "draft.json"), nil
 }
 
+// send is bank send: the flags checked, the draft made or resumed (its key
+// saved before the first attempt), the attempts through the client, and the
+// outcome said and kept. It is long because it is those steps in the order
+// they happen, each a few lines, and reads best as one story.
 func (a *app) send(ctx context.Context, f sendFlags, seeded bool) error {
 	if f.attempts < 1 {
 		return exitcode.Usagef("--attempts must be at least 1")

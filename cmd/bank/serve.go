@@ -76,6 +76,9 @@ transfer has committed (the connection is closed instead of answered), and
 	return cmd
 }
 
+// serve is bank serve: the flags checked, the port taken first, the bank's
+// database made or served in place, then the API until told to stop. It is
+// long because it is those steps in order, each a few lines.
 func (a *app) serve(ctx context.Context, f serveFlags) error {
 	switch {
 	case f.loseResponses < 0:

@@ -16,6 +16,9 @@ import (
 
 // bank status: what happened to a transfer, asked by its key.
 
+// statusCommand is bank status. It is long because it holds the command's
+// help text and its one run, which asks GET /transfers?key= and says what
+// became of the transfer.
 func (a *app) statusCommand() *cobra.Command {
 	var server, token, state string
 	var asJSON bool

@@ -103,6 +103,10 @@ How to read the report, and a measured run: bank help torture.`,
 	return cmd
 }
 
+// torture is bank torture: the history file made first, the bank and its
+// replicas started, the run, then the report and its exit status. It is
+// long because it sets up and takes down every process of the run in one
+// place, where each defer undoes what the lines above it started.
 func (a *app) torture(ctx context.Context, f tortureFlags) error {
 	// The history file is made now, before anything starts, so that a
 	// path it cannot be written to is said at once (package outfile: a

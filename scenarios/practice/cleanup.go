@@ -175,6 +175,8 @@ type keyState struct {
 	truncated         bool
 }
 
+// It is long because it is the exercise's rules one after the other, each
+// with the words that tell the learner what it saw.
 func cleanupFindings(k keyState, m Mode, printed []string) []Finding {
 	left, keptNames, inserted, deletedEv, truncated := k.left, k.keptNames, k.inserted, k.deleted, k.truncated
 	prepared := map[string]bool{oldLocked: true}

@@ -40,6 +40,9 @@ func cannotRead(ctx context.Context, what string, err error) ([]Finding, error) 
 
 // shipFindings judges the printed lines and the orders' statuses (by id;
 // absent when there is no such order).
+//
+// It is long because it is the exercise's rules one after the other, each
+// with the words that tell the learner what it saw.
 func shipFindings(status map[int]string, printed []string) []Finding {
 	shows := func(id int) string {
 		if s, ok := status[id]; ok {

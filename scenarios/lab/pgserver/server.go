@@ -123,6 +123,10 @@ const socketPort = 5432
 // Start finds binaries, prepares a cluster and starts PostgreSQL. The
 // caller must call Stop; if bank dies without it, the server stops by
 // itself (see package procs).
+//
+// It is long because starting is a sequence that must undo itself at any
+// step that fails (binaries, home, slot, port, password), and it reads
+// best in that order.
 func Start(ctx context.Context, o Options) (*Server, error) {
 	cache := o.CacheDir
 	if cache == "" {

@@ -54,6 +54,10 @@ func init() {
 // ("UID:GID", "-": the keeper's), the program's path, and its argv. Its
 // descriptor 3 is the lab's pipe; on descriptor 4 it reports "ok PID" or
 // "error WHY".
+//
+// It is long because the keeper is a program of its own, and this is all
+// of it, in the order it runs: join the cgroup, start the program, report,
+// then wait for it or for the lab to die.
 func keep(args []string) int {
 	how, graceMS, cgroup, account, path, argv := args[0], args[1], args[2], args[3], args[4], args[5:]
 	// The program's parent-death signal comes when the thread that

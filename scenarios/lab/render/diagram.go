@@ -133,6 +133,9 @@ func DrawDiagram(w io.Writer, rec *Recording, on bool, width int) {
 // drawDiagram draws a run as a sequence diagram: one lane per actor, time
 // going down, the simulated clock at the left, and the transcript's own
 // lines and balances where the transcript prints them.
+//
+// It is long because it draws every kind of event in one pass, so that the
+// lanes and the clock stay in step.
 func drawDiagram(w io.Writer, rec *Recording, p palette, diagramWidth int) {
 	names := lanes(rec)
 	if len(names) == 0 {

@@ -90,6 +90,9 @@ const (
 // SVG draws the run up to the end of step n (all of it when n is past
 // the last step), the same drawing as --diagram: lanes, arrows, the clock,
 // the lines and the balances.
+//
+// It is long because it draws every kind of event, as drawDiagram does,
+// in one pass.
 func SVG(rec *Recording, n int) string {
 	steps := Steps(rec)
 	events := rec.Events

@@ -12,6 +12,9 @@ import (
 
 // npmPackages writes OUT/npm/*.tgz: the launcher and one package per
 // platform, packed by npm pack from folders filled from cmd/bank/npm.
+//
+// It is long because it fills, packs and checks each package in turn, the
+// launcher and then one per platform.
 func (r *release) npmPackages() error {
 	dest := filepath.Join(r.out, "npm")
 	if err := os.RemoveAll(dest); err != nil {

@@ -23,6 +23,10 @@ func storm(t *trial) { copies(t, 50, "grade-storm-000001") }
 // the copies wait to write (each has made whatever check it makes by
 // then), then lets them all go at once, so a check-then-insert loses
 // every time.
+//
+// It is long because the forced race is three moves that must happen in
+// order (lock the server's tables, line the copies up, let them go), each
+// with the fallback for a server that keeps its keys elsewhere.
 func copies(t *trial, n int, key string) {
 	r := t.adaPaysBola(key)
 	replies := make([]reply, n)

@@ -159,6 +159,10 @@ var slow = []string{"torture", "pause", "crash", "crash-on-store"}
 // alone (it finds how the server takes its keys). A server that cannot be
 // started ends the run with a *StartError; the checks done by then come
 // with it.
+//
+// It is long because it is one scheduler: the first check alone, then the
+// others Jobs at a time, slow ones first, with the early stop on a server
+// that cannot start.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg.keys = &keyForm{}
 	var checks []Check

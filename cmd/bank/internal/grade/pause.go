@@ -27,6 +27,9 @@ import (
 // transaction's transfer committed in the end (the witness). A copy that
 // B answers with 409, and one B makes wait (in PostgreSQL or in its own
 // code) and then takes over, both pass.
+//
+// It is long because it is the check's choreography in the order it
+// happens (claim, pause, retry, resume), each step with what it proves.
 func pause(t *trial) {
 	if runtime.GOOS == "windows" {
 		t.notApplicable("pausing a process needs SIGSTOP, which Windows does not have")

@@ -17,6 +17,9 @@ import (
 // check reads the final database and the journal and verifies every
 // promise, with the lab's one set of checks (bank/audit). Each violation
 // names its key.
+//
+// It is long because it is every promise of the run, one after the other,
+// each naming the keys that broke it.
 func (r *run) check(ctx context.Context, opening map[int64]int64) Report {
 	rep := Report{Seed: r.cfg.Seed, Intents: len(r.intents), Checks: map[string]int{}}
 	bad := map[string]bool{}

@@ -72,6 +72,9 @@ func executions(in *intent) []execution {
 // diagnose reads the history of a run (its intents, every attempt of
 // each, and the transfers each moved; the keys left in progress) and
 // names the mistake its violations fit.
+//
+// It is long because it is the ways two transfers of one intent come
+// about, tried from the most telling, each with its evidence in words.
 func diagnose(intents []*intent, stuck []string, ttl time.Duration, violations []string) Diagnosis {
 	// What the servers kept, over the whole run: a replay, a 409 or a
 	// completed lookup shows a key was kept; one from a replica other than

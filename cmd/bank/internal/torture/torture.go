@@ -277,6 +277,38 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg.Faults, leftOut = forPlatform(cfg.Faults, runtime.GOOS)
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
+	r, seed := newRun(cfg, stop)
+	// The books as the run finds them: what each account opened with,
+	// for the audit at the end, and the transfers already there.
+	start, err := audit.Read(ctx, cfg.DB, nil)
+	if err != nil {
+		return Report{}, err
+	}
+	opening := start.AsOpening()
+	r.before = len(start.Transfers)
+
+	lastFault := r.load(ctx, seed)
+	if cfg.FaultsOver != nil {
+		cfg.FaultsOver()
+	}
+	r.settleAll(ctx, lastFault)
+	if ctx.Err() != nil {
+		return Report{}, context.Cause(ctx)
+	}
+	resolved := time.Since(lastFault)
+	rep := r.check(ctx, opening)
+	if ctx.Err() != nil { // the history failed while the checker read
+		return Report{}, context.Cause(ctx)
+	}
+	rep.LeftOut = leftOut
+	rep.ResolveMs = resolved.Milliseconds()
+	r.tally(&rep)
+	return rep, nil
+}
+
+// newRun makes the run and its intents, with the seed's own stream of
+// randomness (the same seed draws the same intents and faults).
+func newRun(cfg Config, stop context.CancelCauseFunc) (*run, *mrand.Rand) {
 	r := &run{cfg: cfg, faults: map[string]*atomic.Int64{}, timing: map[string]*atomic.Int64{}, start: time.Now(), stop: stop,
 		lives: make([]atomic.Int64, len(cfg.Replicas)),
 		http:  &http.Client{Timeout: cfg.LockTTL / 2, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
@@ -305,19 +337,16 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			body: fmt.Sprintf(`{"from":%d,"to":%d,"amountKobo":%d}`, from, to, amount),
 		})
 	}
-	// The books as the run finds them: what each account opened with,
-	// for the audit at the end, and the transfers already there.
-	start, err := audit.Read(ctx, cfg.DB, nil)
-	if err != nil {
-		return Report{}, err
-	}
-	opening := start.AsOpening()
-	r.before = len(start.Transfers)
+	return r, seed
+}
 
-	// The load, with faults from a schedule drawn from the seed.
+// load is the load, with faults from a schedule drawn from the seed: the
+// clients take intents until all are sent (or --duration passes, or ctx
+// ends). It returns when the last fault was thrown.
+func (r *run) load(ctx context.Context, seed *mrand.Rand) time.Time {
 	work := make(chan *intent)
 	var wg sync.WaitGroup
-	for c := 0; c < cfg.Clients; c++ {
+	for c := 0; c < r.cfg.Clients; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -331,8 +360,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	go func() { defer close(faultsDone); r.inject(ctx, seed) }()
 	stopLive := r.live()
 	var stopAt <-chan time.Time
-	if cfg.Duration > 0 {
-		stopAt = time.After(cfg.Duration)
+	if r.cfg.Duration > 0 {
+		stopAt = time.After(r.cfg.Duration)
 	}
 	sent := 0
 dispatch:
@@ -352,23 +381,21 @@ dispatch:
 	<-faultsDone // the faults planned for points the load passed are all thrown
 	r.intents = append(r.intents[:sent], r.extra...)
 	stopLive()
-	lastFault := time.Now()
+	return time.Now()
+}
 
-	if cfg.FaultsOver != nil {
-		cfg.FaultsOver()
-	}
-
-	// Resolution: every intent must settle, each on its own, side by side
-	// (as the clients that sent them would), within one bound from the
-	// moment the faults stopped.
-	settle := cfg.Settle
+// settleAll is the resolution: every intent must settle, each on its own,
+// side by side (as the clients that sent them would), within one bound
+// from the moment the faults stopped.
+func (r *run) settleAll(ctx context.Context, lastFault time.Time) {
+	settle := r.cfg.Settle
 	if settle == 0 {
-		settle = cfg.LockTTL + 15*time.Second
+		settle = r.cfg.LockTTL + 15*time.Second
 	}
 	deadline := lastFault.Add(settle)
 	todo := make(chan *intent)
 	var settlers sync.WaitGroup
-	for c := 0; c < max(1, cfg.Clients); c++ {
+	for c := 0; c < max(1, r.cfg.Clients); c++ {
 		settlers.Add(1)
 		go func() {
 			defer settlers.Done()
@@ -382,22 +409,18 @@ dispatch:
 	}
 	close(todo)
 	settlers.Wait()
-	if ctx.Err() != nil {
-		return Report{}, context.Cause(ctx)
-	}
-	resolved := time.Since(lastFault)
-	rep := r.check(ctx, opening)
-	if ctx.Err() != nil { // the history failed while the checker read
-		return Report{}, context.Cause(ctx)
-	}
-	rep.LeftOut = leftOut
-	rep.ResolveMs = resolved.Milliseconds()
+}
+
+// tally adds to the report the latencies, the faults thrown and timed
+// (the replicas' own counts included), the faults that never happened,
+// and the verdict with its diagnosis.
+func (r *run) tally(rep *Report) {
 	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
 	if n := len(r.lat); n > 0 {
 		rep.P50 = float64(r.lat[n/2].Microseconds()) / 1000
 		rep.P99 = float64(r.lat[n*99/100].Microseconds()) / 1000
 	}
-	for _, rp := range cfg.Replicas {
+	for _, rp := range r.cfg.Replicas {
 		m := rp.Metrics()
 		r.faults["lost-response"].Add(m["bank_lost_responses_total"]) // bank grade's proxies lose replies of their own
 		r.timing[fencedTimed].Add(m["bank_fenced_total"])
@@ -411,7 +434,7 @@ dispatch:
 	for k, v := range r.timing {
 		rep.Timed[k] = v.Load()
 	}
-	for _, f := range cfg.Faults {
+	for _, f := range r.cfg.Faults {
 		if rep.Faults[f] == 0 {
 			rep.Missing = append(rep.Missing, f)
 		}
@@ -419,7 +442,7 @@ dispatch:
 	// A pause proves something only if a retry took a key over from the
 	// paused replica and the fencing token then refused its late work
 	// (fencedPause arranges both; this checks they happened).
-	if slices.Contains(cfg.Faults, "replica-pause") && cfg.Mistake == "" {
+	if slices.Contains(r.cfg.Faults, "replica-pause") && r.cfg.Mistake == "" {
 		for _, f := range []string{takeoversTimed, fencedTimed} {
 			if rep.Timed[f] == 0 {
 				rep.Missing = append(rep.Missing, f)
@@ -429,12 +452,11 @@ dispatch:
 	switch {
 	case len(rep.Violations) > 0:
 		rep.Verdict = "fail"
-		d := r.diagnose(rep)
+		d := r.diagnose(*rep)
 		rep.Diagnosis = &d
 	case len(rep.Missing) > 0:
 		rep.Verdict = "unknown"
 	default:
 		rep.Verdict = "pass"
 	}
-	return rep, nil
 }

@@ -227,6 +227,9 @@ type LeakyStore struct {
 // Holding is how many requests hold a claimed key right now.
 func (s *LeakyStore) Holding() int64 { return s.holding.Load() }
 
+// It is long because it mirrors idem.Store.Do step for step, each step
+// with the mistake it makes on purpose beside it, so that the two can be
+// read side by side.
 func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
 	if !idem.ValidKey(c.Key) {
 		return idem.KeyRequired(), nil

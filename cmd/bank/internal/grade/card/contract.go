@@ -10,6 +10,9 @@ import (
 )
 
 // Contract is what bank grade expects of a server: the lesson's API.
+//
+// It is long because it is the contract's text, section by section in the
+// order a learner reads it; splitting it would scatter one document.
 func Contract() string {
 	var b strings.Builder
 	b.WriteString(`The contract bank grade checks: the lesson's transfer API.
