@@ -35,7 +35,7 @@ func TestDependencyRules(t *testing.T) {
 	// on them in scenarios/lab; the lessons on the harness; practice on
 	// the lessons; the command on everything.
 	layers := [][]string{
-		{"idem", "bank", "scenarios/lab/procs", "scenarios/lab/mistakes", "cmd/bank/help"},
+		{"idem", "bank", "scenarios/lab/procs", "scenarios/lab/mistakes", "scenarios/lab/pgserver/download", "cmd/bank/help"},
 		{"bank/api", "bank/client", "bank/audit", "scenarios/lab/pgserver"},
 		{"scenarios/lab/pgserver/pgtest", "scenarios/lab/mistakes/onpurpose"},
 		{"scenarios/lab"},
@@ -86,7 +86,10 @@ func TestDependencyRules(t *testing.T) {
 		{module + "/bank/audit", func(d string) bool { return own(d) && d != module+"/bank" && d != module+"/idem" }, "the checks read the bank's books, nothing else"},
 		{module + "/scenarios/lab/procs", own, "process lifetime knows nothing of the lab"},
 		{module + "/scenarios/lab/mistakes", own, "the catalogue of mistakes is data: it imports nothing of ours"},
-		{module + "/scenarios/lab/pgserver", func(d string) bool { return own(d) && d != module+"/scenarios/lab/procs" }, "the server owner knows no schema: callers give it their template"},
+		{module + "/scenarios/lab/pgserver", func(d string) bool {
+			return own(d) && d != module+"/scenarios/lab/procs" && d != module+"/scenarios/lab/pgserver/download"
+		}, "the server owner knows no schema: callers give it their template"},
+		{module + "/scenarios/lab/pgserver/download", own, "a download needs nothing of ours"},
 		{module + "/scenarios/lab/pgserver/pgtest", func(d string) bool { return own(d) && d != module+"/scenarios/lab/pgserver" }, "each test package says what its template holds"},
 		{module + "/scenarios", func(d string) bool {
 			return strings.Contains(d, "embedded-postgres") || strings.HasPrefix(d, module+"/cmd")
@@ -133,6 +136,8 @@ func TestDependencyRules(t *testing.T) {
 		may []string
 		why string
 	}{
+		"attempt": {[]string{"scenarios/practice", "scenarios/lab/render", "cmd/bank/internal/program", "cmd/bank/internal/jsonshape", "cmd/bank/internal/exitcode"},
+			"an attempt is practice's findings told as text (folded as render folds) or as jsonshape's bank.exercise/v1, with program's result for a program that did not finish"},
 		"bench": {[]string{"bank", "bank/audit", "bank/client", "scenarios/lab/procs", "idem"},
 			"bench drives bank serve and pgbench with the bank's and idem's own SQL, and checks the books with audit"},
 		"buildinfo": {nil, "which build this is comes from the linker and the Go toolchain only"},

@@ -4,20 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/zudojs/bank/cmd/bank/internal/attempt"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
-	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 	"github.com/zudojs/bank/cmd/bank/internal/program"
-	"github.com/zudojs/bank/scenarios/lab/render"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -78,7 +74,7 @@ or your program could not be started. More: bank help exercise.`,
 			case f.json && (f.hint || f.solution || (f.sql == "" && len(program) == 0)):
 				return exitcode.Usagef("--json reports a check of yours: bank exercise %s --json -- CMD [ARGS…]%s", ex.Name, map[bool]string{true: " (or --sql FILE)"}[ex.IsSQL()])
 			case f.hint:
-				return a.nextHint(ex)
+				return attempt.NextHint(a.io.Out, ex)
 			case f.solution:
 				return a.showSolution(cmd.Context(), ex)
 			case f.sql != "" && program != nil:
@@ -86,7 +82,7 @@ or your program could not be started. More: bank help exercise.`,
 			case f.sql != "" && !ex.IsSQL():
 				return exitcode.Usagef("%s is not a SQL exercise: run your program with -- CMD", ex.Name)
 			case f.sql == "" && len(program) == 0:
-				a.showTask(ex)
+				attempt.Task(a.io.Out, ex)
 				return nil
 			}
 			return a.checkExercise(cmd.Context(), ex, f.sql, program, f.json)
@@ -130,7 +126,7 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 		fmt.Fprintln(a.io.Out, ex.Prompt(mode))
 	}
 	var run *program.Result
-	attempt, err := practice.CheckExercise(ctx, db.clones, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
+	tried, err := practice.CheckExercise(ctx, db.clones, ex, mode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		if stmt != nil {
 			// The learner's statement runs as the learner's role, bounded in time.
 			ran, err := practice.RunLearnerSQL(ctx, dbURL, ex, string(stmt), sqlTimeout)
@@ -147,53 +143,32 @@ func (a *app) checkExercise(ctx context.Context, ex *practice.Exercise, sqlFile 
 		if run.TooMuch {
 			return practice.Ran{}, exitcode.Nof("your program printed more than %s; it was stopped", program.SizeOf(program.OutputLimit))
 		}
-		return practice.Ran{Printed: run.Stdout, Failed: failedFinding(run)}, nil
+		return practice.Ran{Printed: run.Stdout, Failed: attempt.Unfinished(run)}, nil
 	})
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return exerciseJSON(a.io.Out, ex, mode, attempt, run)
+		return attempt.JSON(a.io.Out, ex, mode, tried, run)
 	}
 	w := a.io.Out
 	fmt.Fprintf(w, "== checking %s\n\n", who)
-	printFindings(w, attempt, color)
+	attempt.Print(w, tried, color)
 	if run != nil && run.StdoutCut {
 		fmt.Fprintf(w, "\n(it printed more than %s: only the first %s were checked)\n", program.SizeOf(program.KeepStdout), program.SizeOf(program.KeepStdout))
 	}
-	if run != nil && run.Stderr != "" && (!attempt.Passed() || failedFinding(run) != nil) {
-		fmt.Fprintf(w, "\nyour program's standard error, %s:\n%s\n", run.StderrHeading(), indent(run.StderrShown()))
+	if run != nil && run.Stderr != "" && (!tried.Passed() || attempt.Unfinished(run) != nil) {
+		fmt.Fprintf(w, "\nyour program's standard error, %s:\n%s\n", run.StderrHeading(), attempt.Indent(run.StderrShown()))
 		if tip := ex.Tip(run.Stderr); tip != "" {
 			fmt.Fprintf(w, "that is: %s\n", tip)
 		}
 	}
-	if attempt.Passed() {
+	if tried.Passed() {
 		fmt.Fprintf(w, "\npassed: every check holds. See the lab's own: bank exercise %s --solution\n", ex.Name)
 		return nil
 	}
 	fmt.Fprintf(w, "\nnot yet. A hint: bank exercise %s --hint\n", ex.Name)
 	return exitcode.Silent{Code: exitcode.No}
-}
-
-// printFindings prints a check a line, folded at 80 columns under the
-// check's words.
-func printFindings(w io.Writer, attempt practice.Attempt, color bool) {
-	for _, f := range attempt.Findings {
-		mark := "ok     "
-		if !f.Passed {
-			mark = "NOT YET"
-		}
-		line := "  " + mark + "  " + f.What
-		if f.Detail != "" {
-			line += ": " + f.Detail
-		}
-		for i, l := range render.Fold(line, practice.Width, strings.Repeat(" ", 4+len(mark))) {
-			if i == 0 && !f.Passed && color {
-				l = strings.Replace(l, mark, "\x1b[31m"+mark+"\x1b[0m", 1)
-			}
-			fmt.Fprintln(w, l)
-		}
-	}
 }
 
 // showSolution shows the lab's own solution, then runs it on the database
@@ -209,7 +184,7 @@ func (a *app) showSolution(ctx context.Context, ex *practice.Exercise) error {
 	}
 	defer db.close()
 	var printed string
-	attempt, err := practice.CheckExercise(ctx, db.clones, ex, practice.ProgramMode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
+	tried, err := practice.CheckExercise(ctx, db.clones, ex, practice.ProgramMode, func(ctx context.Context, dbURL string, pool *pgxpool.Pool) (practice.Ran, error) {
 		ran, err := ex.OwnSolution(ctx, dbURL, pool)
 		printed = ran.Printed
 		return ran, err
@@ -219,112 +194,9 @@ func (a *app) showSolution(ctx context.Context, ex *practice.Exercise) error {
 	}
 	w := a.io.Out
 	fmt.Fprintf(w, "the lab's solution to %s:\n%s\n\n", ex.Name, practice.Fold(ex.Solution, "  "))
-	fmt.Fprintf(w, "run by the lab on the database a program gets, it printed:\n%s\n\nchecked as yours is:\n", indent(strings.TrimRight(printed, "\n")))
-	printFindings(w, attempt, color)
-	if !attempt.Passed() {
-		return exitcode.Silent{Code: exitcode.No}
-	}
-	return nil
-}
-
-// hintFile is where the lab remembers how many of an exercise's hints
-// were shown: the user's cache directory, one file per exercise.
-func hintFile(ex *practice.Exercise) (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "bank", "hints", ex.Name), nil
-}
-
-// nextHint shows one hint: the first the first time, the next one each
-// time after, and the last again once all were shown.
-func (a *app) nextHint(ex *practice.Exercise) error {
-	w := a.io.Out
-	state, err := hintFile(ex)
-	shown := 0
-	if err != nil {
-		fmt.Fprintf(w, "(the lab has nowhere to remember the hints you saw: %v; set HOME)\n", err)
-	} else if raw, err := os.ReadFile(state); err == nil {
-		shown, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
-	}
-	next := shown + 1
-	if next > len(ex.Hints) {
-		next = len(ex.Hints)
-		fmt.Fprintf(w, "you have seen all %d hints; the last again:\n", len(ex.Hints))
-	}
-	fmt.Fprintf(w, "hint %d of %d:\n%s\n", next, len(ex.Hints), practice.Fold(ex.Hints[next-1], "  "))
-	if next == len(ex.Hints) {
-		fmt.Fprintf(w, "that was the last hint; the lab's own solution: bank exercise %s --solution\n", ex.Name)
-	} else {
-		fmt.Fprintf(w, "another: bank exercise %s --hint\n", ex.Name)
-	}
-	if state != "" {
-		if err := os.MkdirAll(filepath.Dir(state), 0o700); err == nil {
-			_ = os.WriteFile(state, []byte(strconv.Itoa(next)+"\n"), 0o600)
-		}
-	}
-	return nil
-}
-
-func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
-
-// showTask says what the exercise checks and how to have it checked.
-func (a *app) showTask(ex *practice.Exercise) {
-	fmt.Fprintln(a.io.Out, ex.Prompt(practice.ProgramMode, practice.SQLMode))
-	fmt.Fprintf(a.io.Out, "check yours with:\n  bank exercise %s -- CMD [ARGS…]\n      your program; DATABASE_URL is in its environment\n", ex.Name)
-	if ex.IsSQL() {
-		fmt.Fprintf(a.io.Out, "  bank exercise %s --sql FILE\n      your statement, with $1 and $2 bound\n", ex.Name)
-	}
-	fmt.Fprintf(a.io.Out, "stuck? bank exercise %s --hint\n", ex.Name)
-}
-
-// failedFinding is the finding for a program that did not run to the end.
-func failedFinding(r *program.Result) *practice.Finding {
-	why := ""
-	switch {
-	case r.TimedOut:
-		why = fmt.Sprintf("it was stopped after %s: does it wait for something, or leave its database connection open (db.end(), conn.close())?", program.Timeout)
-	case r.Exit != 0:
-		why = fmt.Sprintf("it exited with status %d", r.Exit)
-		if r.Stderr != "" {
-			why += "; its standard error is below"
-		}
-	default:
-		return nil
-	}
-	return &practice.Finding{What: "your program runs to the end", Detail: why}
-}
-
-// exerciseJSON prints a checked attempt as bank.exercise/v1, and exits
-// as the text does: 0 passed, 1 not yet.
-func exerciseJSON(w io.Writer, ex *practice.Exercise, mode practice.Mode, attempt practice.Attempt, run *program.Result) error {
-	type check struct {
-		Check   string `json:"check"`
-		Verdict string `json:"verdict"`
-		Detail  string `json:"detail,omitempty"`
-	}
-	out := struct {
-		Schema   string  `json:"schema"`
-		Exercise string  `json:"exercise"`
-		Mode     string  `json:"mode"`
-		Checks   []check `json:"checks"`
-		Stderr   string  `json:"stderr,omitempty"`
-		Verdict  string  `json:"verdict"`
-	}{Schema: "bank.exercise/v1", Exercise: ex.Name, Mode: "program", Verdict: render.PassOrFail(attempt.Passed())}
-	if mode == practice.SQLMode {
-		out.Mode = "sql"
-	}
-	for _, f := range attempt.Findings {
-		out.Checks = append(out.Checks, check{f.What, render.PassOrFail(f.Passed), f.Detail})
-	}
-	if run != nil && run.Stderr != "" && (!attempt.Passed() || failedFinding(run) != nil) {
-		out.Stderr = run.StderrShown()
-	}
-	if err := jsonshape.Encode(w, &out, false); err != nil {
-		return err
-	}
-	if !attempt.Passed() {
+	fmt.Fprintf(w, "run by the lab on the database a program gets, it printed:\n%s\n\nchecked as yours is:\n", attempt.Indent(strings.TrimRight(printed, "\n")))
+	attempt.Print(w, tried, color)
+	if !tried.Passed() {
 		return exitcode.Silent{Code: exitcode.No}
 	}
 	return nil

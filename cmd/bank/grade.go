@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zudojs/bank/cmd/bank/internal/attempt"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/card"
@@ -213,7 +214,7 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if startFailed {
 		msg := "bank: " + se.Why
 		if se.Stderr != "" {
-			msg += "\nits last output:\n" + indent(se.Stderr)
+			msg += "\nits last output:\n" + attempt.Indent(se.Stderr)
 		}
 		fmt.Fprintln(a.io.Err, msg)
 		if rep.Verdict == grade.Fail {
