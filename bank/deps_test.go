@@ -172,8 +172,8 @@ func TestDependencyRules(t *testing.T) {
 		"pace": {nil, "how busy the machine is is the operating system's business only"},
 		"witness": {[]string{"scenarios/lab/pgserver", "scenarios/lab/pgserver/pgtest"},
 			"the witness is SQL and its reader: it knows no lesson (its tests run on pgtest's PostgreSQL)"},
-		"torture": {[]string{"bank/audit", "bank/client", "scenarios/lab/procs", "scenarios/lab/mistakes"},
-			"torture sends as the client does, runs bank serve replicas, checks the books and names what it saw from the catalogue of mistakes"},
+		"torture": {[]string{"bank/audit", "bank/client", "scenarios/lab", "scenarios/lab/procs", "scenarios/lab/mistakes"},
+			"torture sends as the client does, runs bank serve replicas (started as the lab starts them), checks the books and names what it saw from the catalogue of mistakes"},
 	}
 	for pkg, deps := range imports {
 		name, ok := strings.CutPrefix(strings.TrimSuffix(pkg, "_test"), internal)

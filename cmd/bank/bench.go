@@ -13,7 +13,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/bench"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
-	"github.com/zudojs/bank/scenarios/lab/procs"
+	"github.com/zudojs/bank/scenarios/lab"
 )
 
 // minRound is the shortest round bench accepts. A round shorter than a
@@ -77,7 +77,7 @@ func (a *app) bench(ctx context.Context, cfg bench.Config, asJSON bool) error {
 	binary, bdb, pool, db := l.binary, l.bank, l.pool, l.db
 	cfg.DBURL = bdb.URL
 	cfg.Serve = func(ctx context.Context, args ...string) (string, int, func() error, error) {
-		p, err := procs.Serve(ctx, binary, bdb.URL, args...)
+		p, err := lab.StartServe(ctx, binary, bdb.URL, args...)
 		if err != nil {
 			return "", 0, nil, err
 		}

@@ -376,7 +376,7 @@ func (l *Lab) Serve(ctx context.Context, args ...string) *procs.Child {
 	if l.bank == "" {
 		l.Must(fmt.Errorf("this scenario starts bank serve processes: the lab needs the bank binary (Options.Bank)"))
 	}
-	p, err := procs.Serve(ctx, l.bank, l.URL, args...)
+	p, err := StartServe(ctx, l.bank, l.URL, args...)
 	if p != nil {
 		l.processes = append(l.processes, p)
 	}

@@ -151,16 +151,6 @@ func (s *Spec) Run(ctx context.Context) error {
 	return c.err
 }
 
-// Serve starts `bank serve` (binary) on a free loopback port, serving the
-// database at dbURL in place: a Spec, started with StartReady. The
-// database URL goes in the child's environment (DATABASE_URL), never on
-// its command line, where every local user could read it. Later args win
-// over the first ones (a restart passes --addr to keep its port).
-func Serve(ctx context.Context, binary, dbURL string, args ...string) (*Child, error) {
-	spec := Spec{Path: binary, Args: append([]string{"serve", "--in-place", "--addr", "127.0.0.1:0"}, args...), Env: []string{"DATABASE_URL=" + dbURL}}
-	return spec.StartReady(ctx)
-}
-
 var errGroupFiles = errors.New("procs: a Group's child cannot be given ExtraFiles")
 
 // command is the spec as an exec.Cmd, not yet started.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zudojs/bank/scenarios/lab"
 	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
@@ -80,7 +81,7 @@ func (r *Serve) Restart() error {
 	var p *procs.Child
 	var err error
 	for i := 0; i < 20; i++ { // the old process's port may take a moment to free
-		if p, err = procs.Serve(context.Background(), r.binary, r.dbURL, args...); err == nil {
+		if p, err = lab.StartServe(context.Background(), r.binary, r.dbURL, args...); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
