@@ -29,8 +29,8 @@ var NoFencing = &lab.Mistake{
 		var a, b api.Handler
 		var slow *func(context.Context) // the hook where server A goes quiet
 		if broken {
-			leaky := &onpurpose.LeakyStore{DB: lab.DB, Mistake: onpurpose.NoFencing, TTL: lessonLock, Observe: lab.KeySteps()}
-			a, b, slow = leaky, &onpurpose.LeakyStore{DB: lab.DB, Mistake: onpurpose.NoFencing, TTL: lessonLock, Observe: lab.KeySteps()}, &leaky.Hooks.AfterClaim
+			storeA := &onpurpose.LockStore{DB: lab.DB, Mistake: onpurpose.NoFencing, TTL: lessonLock, Observe: lab.KeySteps()}
+			a, b, slow = storeA, &onpurpose.LockStore{DB: lab.DB, Mistake: onpurpose.NoFencing, TTL: lessonLock, Observe: lab.KeySteps()}, &storeA.Hooks.AfterClaim
 		} else {
 			fenced := &api.Transfers{DB: lab.DB, Keys: keys}
 			a, b, slow = fenced, &api.Transfers{DB: lab.DB, Keys: keys}, &fenced.Hooks.AfterClaim

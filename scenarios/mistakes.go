@@ -61,7 +61,7 @@ var (
 
 // crashStory: server A's session is killed at the hook's point; then a
 // retry arrives at each of the times given. The broken half uses the
-// leaky store with the mistake, the fixed half the real one.
+// lock store made with the mistake, the fixed half the real one.
 func crashStory(mistake onpurpose.LockMistake, step string, at func(crash func(context.Context)) api.Hooks, retries ...time.Duration) func(context.Context, *lab.Lab, bool) error {
 	return func(ctx context.Context, lab *lab.Lab, broken bool) error {
 		lab.Intent("Ada's one tap", 1, 2, 1_000_000, 1).BrokenIf(broken)
@@ -73,8 +73,8 @@ func crashStory(mistake onpurpose.LockMistake, step string, at func(crash func(c
 		keys := lab.Keys(&idem.Store{LockTTL: lessonLock})
 		var first, retry api.Handler = &api.Transfers{DB: server, Keys: keys, Hooks: hooks}, &api.Transfers{DB: lab.DB, Keys: keys}
 		if broken {
-			first = &onpurpose.LeakyStore{DB: server, Mistake: mistake, TTL: lessonLock, Hooks: hooks, Observe: lab.KeySteps()}
-			retry = &onpurpose.LeakyStore{DB: lab.DB, Mistake: mistake, TTL: lessonLock, Observe: lab.KeySteps()}
+			first = &onpurpose.LockStore{DB: server, Mistake: mistake, TTL: lessonLock, Hooks: hooks, Observe: lab.KeySteps()}
+			retry = &onpurpose.LockStore{DB: lab.DB, Mistake: mistake, TTL: lessonLock, Observe: lab.KeySteps()}
 		}
 		lab.Step(step)
 		lock := "which locks the key for 30 s: until the lock expires, no other request may take the key over"

@@ -43,19 +43,19 @@ var Servers = []Server{
 		func(db idem.DB, _ time.Duration) api.Handler { return NoKeys{DB: db} }},
 	{mistakes.Must("no-fencing"),
 		func(db idem.DB, ttl time.Duration) api.Handler {
-			return &LeakyStore{DB: db, Mistake: NoFencing, TTL: ttl}
+			return &LockStore{DB: db, Mistake: NoFencing, TTL: ttl}
 		}},
 	{mistakes.Must("no-lock-expiry"),
 		func(db idem.DB, ttl time.Duration) api.Handler {
-			return &LeakyStore{DB: db, Mistake: NoExpiry, TTL: ttl}
+			return &LockStore{DB: db, Mistake: NoExpiry, TTL: ttl}
 		}},
 	{mistakes.Must("second-transaction"),
 		func(db idem.DB, ttl time.Duration) api.Handler {
-			return &LeakyStore{DB: db, Mistake: SecondTransaction, TTL: ttl}
+			return &LockStore{DB: db, Mistake: SecondTransaction, TTL: ttl}
 		}},
 	{mistakes.Must("replay-500"),
 		func(db idem.DB, ttl time.Duration) api.Handler {
-			return &LeakyStore{DB: db, Mistake: StoreFailures, TTL: ttl}
+			return &LockStore{DB: db, Mistake: StoreFailures, TTL: ttl}
 		}},
 }
 
@@ -202,7 +202,7 @@ func (s *StoredKeys) Handle(ctx context.Context, c api.Call) (idem.Response, err
 	return resp, err
 }
 
-// LockMistake is the rule LeakyStore leaves out.
+// LockMistake is the rule LockStore leaves out.
 type LockMistake int
 
 const (
@@ -212,8 +212,9 @@ const (
 	StoreFailures                            // an unexpected error is stored under the key as its answer, and replayed
 )
 
-// LeakyStore is the lesson's key store with one rule left out.
-type LeakyStore struct {
+// LockStore is the lesson's key store with one rule of its locks left out
+// (a LockMistake).
+type LockStore struct {
 	DB      idem.DB
 	Mistake LockMistake
 	TTL     time.Duration
@@ -225,12 +226,12 @@ type LeakyStore struct {
 }
 
 // Holding is how many requests hold a claimed key right now.
-func (s *LeakyStore) Holding() int64 { return s.holding.Load() }
+func (s *LockStore) Holding() int64 { return s.holding.Load() }
 
 // It is long because it mirrors idem.Store.Do step for step, each step
 // with the mistake it makes on purpose beside it, so that the two can be
 // read side by side.
-func (s *LeakyStore) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
+func (s *LockStore) Handle(ctx context.Context, c api.Call) (idem.Response, error) {
 	if !idem.ValidKey(c.Key) {
 		return idem.KeyRequired(), nil
 	}
