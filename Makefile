@@ -50,12 +50,12 @@ cross:
 
 # The release files, into dist/ (ignored by git): an archive per platform
 # and SHA256SUMS; make npm adds the npm packages' tarballs in dist/npm/.
-# The same commit gives the same bytes (see cmd/bank/internal/dist).
+# The same commit gives the same bytes (see cmd/dist).
 dist:
-	$(GO) run ./cmd/bank/internal/dist -out dist
+	$(GO) run ./cmd/dist -out dist
 
 npm:
-	$(GO) run ./cmd/bank/internal/dist -out dist -npm
+	$(GO) run ./cmd/dist -out dist -npm
 
 # The npm packages installed from their tarballs and run as a learner
 # with no PostgreSQL but npm's (part of make test).

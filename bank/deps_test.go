@@ -45,8 +45,8 @@ func TestDependencyRules(t *testing.T) {
 	}
 	layer := func(pkg string) int {
 		p := strings.TrimSuffix(strings.TrimPrefix(pkg, module+"/"), "_test")
-		if strings.HasPrefix(p, "cmd/bank") && p != "cmd/bank/help" {
-			return len(layers) // the command and its own packages, on top
+		if strings.HasPrefix(p, "cmd/") && p != "cmd/bank/help" {
+			return len(layers) // the commands and their own packages, on top
 		}
 		for i, l := range layers {
 			if slices.Contains(l, p) {
@@ -98,6 +98,9 @@ func TestDependencyRules(t *testing.T) {
 			return d == module+"/scenarios/lab/render" || d == module+"/scenarios/practice"
 		}, "a lesson tells its story to the lab; drawing it and practising on it come after"},
 		{module + "/cmd/bank/help", own, "the manual is text: it imports nothing of ours"},
+		{module + "/cmd/dist", func(d string) bool {
+			return own(d) && d != module+"/scenarios/lab/procs" && d != module+"/scenarios/lab/pgserver/pgtest"
+		}, "dist builds the release archives and npm packages, running go, git and npm through procs (its tests say through pgtest.Skip when npm is missing)"},
 		{module + "/scenarios/lab", func(d string) bool {
 			return d == module+"/scenarios/lab/mistakes/onpurpose" || d == module+"/scenarios/lab/render"
 		},
@@ -157,8 +160,6 @@ func TestDependencyRules(t *testing.T) {
 		"httpserve": {nil, "a server's lifetime is net/http's business only"},
 		"labweb": {[]string{"scenarios/lab/render", "scenarios/lab/pgserver/pgtest", "scenarios/lab/procs"},
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},
-		"dist": {[]string{"scenarios/lab/procs", "scenarios/lab/pgserver/pgtest"},
-			"dist builds the release archives and npm packages, running go, git and npm through procs (its tests say through pgtest.Skip when npm is missing)"},
 		"names": {[]string{"cmd/bank/internal/exitcode"},
 			"names knows no lesson: the commands give it their names; a wrong one is a usage error"},
 		"outfile": {nil, "writing a file safely needs nothing of ours"},

@@ -98,7 +98,7 @@ func TestSums(t *testing.T) {
 // version; checkLauncher catches a template that does not.
 func TestLauncherTemplate(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../npm/launcher/package.json")
+	raw, err := os.ReadFile("../bank/npm/launcher/package.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestLauncherTemplate(t *testing.T) {
 // to out; run from the repository's top directory (t.Chdir).
 func fakeRelease(t *testing.T, platforms ...platform) *release {
 	t.Helper()
-	t.Chdir("../../../..")
+	t.Chdir("../..")
 	license, err := readLicense(licenseFile)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestPackageJSONNamesTheLicence(t *testing.T) {
 // with its licence text, for Go and for every module the binary is built
 // from, on each platform (Windows has one more: cobra's mousetrap).
 func TestThirdPartyNamesEveryModule(t *testing.T) {
-	t.Chdir("../../../..")
+	t.Chdir("../..")
 	for _, p := range []platform{{"linux", "amd64"}, {"windows", "amd64"}} {
 		text, err := thirdParty(p)
 		if err != nil {

@@ -47,7 +47,7 @@ func main() {
 	commit := flag.String("commit", "", "the commit (default: git's HEAD, -dirty if the tracked files changed)")
 	npm := flag.Bool("npm", false, "also write the npm packages' tarballs into OUT/npm")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./cmd/bank/internal/dist [-out DIR] [-platforms LIST] [-npm]")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./cmd/dist [-out DIR] [-platforms LIST] [-npm]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
