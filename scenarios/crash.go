@@ -52,7 +52,7 @@ var Crash = &lab.Scenario{
 			return A.Handle(ctx, api.Call{UserID: 1, Key: key, Body: body, Now: lab.Clock.At(0)})
 		})
 		// The hook runs only once the claim succeeded: the lesson's "proceed".
-		lab.Say("the key store answers a claim that succeeded with proceed: go ahead and transfer. In the lesson's words:")
+		lab.Say("the key store answers a claim that succeeded with \"proceed\": go ahead and transfer. In the lesson's words:")
 		lab.Say("server A claimed the key: proceed and then went silent")
 
 		lab.Step("retry after 10 s")

@@ -15,7 +15,7 @@ import (
 // this transfer.
 var NoLockExpiry = &lab.Mistake{
 	Mistake: mistakes.Must("no-lock-expiry"),
-	Happens: "one crash blocks that key for ever, and no retry of that tap can ever complete its transfer",
+	Happens: "one crash blocks that key for ever, and no retry under it can ever complete the transfer",
 	Fix:     "the lock expires (30 s) and a retry takes the key over",
 	Why:     "server A claimed the key and crashed before its transfer committed. Nothing ever ends its claim: every retry of the tap, which carries the same key, finds it in progress and is told 409, for ever. (A new tap, with a new key, would go through: a second intent, made by hand, that the app has no way to tie to the first.)",
 	Holds:   "the claim is a lock that expires (30 s here): a retry after that takes the key over, with a new lock id, and makes the transfer.",

@@ -145,7 +145,7 @@ func (a *app) listMistakes() {
 		row(w, cols, fmt.Sprintf("  %-20s ", m.Name), m.Summary+": "+m.Happens+served(m.Mistake))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Also named by bank grade and bank torture when what they see fits one:")
+	fmt.Fprintln(w, "Mistakes bank grade and bank torture can name (no story of their own):")
 	for _, m := range mistakes.Catalogue {
 		if !m.Story() {
 			row(w, cols, fmt.Sprintf("  %-20s ", m.Name), m.Summary+"; shown done right by "+m.See+served(m))
@@ -186,7 +186,7 @@ func checkMistakeFlag(name string) error {
 	}
 	served := strings.Join(onpurpose.Names(), ", ")
 	if m, ok := mistakes.Named(name); ok {
-		return exitcode.Usagef("--mistake %s: the lab has no server made with that mistake (%s shows it); it serves %s", name, m.See, served)
+		return exitcode.Usagef("--mistake %s: the lab has no server made with that mistake (%s shows it done right); it serves %s", name, m.See, served)
 	}
 	return exitcode.Usagef("--mistake %s is not a mistake of the lab's: it serves %s (bank mistake list names every mistake)", name, served)
 }

@@ -54,7 +54,7 @@ func RunMistake(ctx context.Context, clones *pgserver.Clones, m *Mistake, o Opti
 	var err error
 	for _, broken := range []bool{true, false} {
 		name, summary := m.Name+", broken", m.Summary+": "+m.Happens
-		fix, prevents := "the fixed half below", ""
+		fix, prevents := m.Fix+" (the fixed half below)", ""
 		about := "why it goes wrong: " + m.Why + "\nthe fix, in the second half: " + m.Fix + "."
 		if !broken {
 			name, summary = m.Name+", fixed", m.Fix

@@ -57,7 +57,7 @@ var Catalogue = []Mistake{
 		Diagnosis: "a lock that never expires: the crashed request's key stays in progress for ever",
 		Seen:      "a key never settles: stuck in progress",
 		See:       "bank mistake no-lock-expiry"},
-	{Name: "no-fencing", Summary: "a lock expiry but no fencing token",
+	{Name: "no-fencing", Summary: "a lock expiry but no fencing token (a lock id that changes at each takeover)",
 		Diagnosis: "no fencing token (or one checked only after the work committed): the server that lost its lock still committed its work",
 		Seen:      "two holders both committed after a takeover",
 		See:       "bank mistake no-fencing"},
@@ -74,7 +74,7 @@ var Catalogue = []Mistake{
 		Diagnosis: "check, then insert: copies that came together all found no key and all ran; claim the key atomically",
 		Seen:      "concurrent copies both ran",
 		See:       "bank scenario concurrent"},
-	{Name: "lock-ttl-ignored", Summary: "a lock that does not last the TTL it was given",
+	{Name: "lock-ttl-ignored", Summary: "a lock that does not last as long as it was given (its TTL)",
 		Diagnosis: "the lock does not last LOCK_TTL_MS: a retry takes the key over while the first request may still be working (or waits longer than the client was told)",
 		Seen:      "a retry took a key over before its lock expired",
 		See:       "bank scenario short-lock"},
@@ -97,12 +97,12 @@ var Catalogue = []Mistake{
 	{Name: "no-lookup", Summary: "no way to ask what became of a request",
 		Diagnosis: "no way for a client to ask what became of a request it lost the answer to",
 		See:       "bank scenario unknown-outcome"},
-	{Name: "transfer", Summary: "the transfer itself wrong",
+	{Name: "transfer", Summary: "the transfer itself wrong (the balances, the ledger or the receipt), before any fault",
 		Diagnosis: "the transfer itself is wrong, before any fault",
 		See:       "bank scenario atomic"},
 	{Name: "no-recovery", Summary: "a server that stays broken after a cancelled statement",
 		Diagnosis: "a server that does not get over a cancelled statement",
-		See:       "bank scenario atomic"},
+		See:       "bank mistake replay-500"},
 }
 
 // Named finds a mistake by its name.
