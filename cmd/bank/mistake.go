@@ -129,8 +129,8 @@ func (a *app) mistakeSummary(verdicts []lab.MistakeVerdict, asJSON bool) {
 	}
 }
 
-// listMistakes prints the catalogue: the table's mistakes, each with its
-// story, then the others the judges name, each with the scenario that
+// listMistakes prints the catalogue: the table's mistakes, which bank
+// mistake NAME plays, then the others bank grade and bank torture name, each with the scenario that
 // shows it done right; and which of them bank serve --mistake serves.
 func (a *app) listMistakes() {
 	w, cols := a.io.Out, a.listColumns()
@@ -140,9 +140,11 @@ func (a *app) listMistakes() {
 		}
 		return ""
 	}
-	fmt.Fprintln(w, "The lesson's table of mistakes: bank mistake NAME makes one, then fixes it.")
+	// The stories first, a row each from the first column, as bank
+	// scenario list prints its own (scripts read the names up to the
+	// first blank line); then the others, indented under their heading.
 	for _, m := range scenarios.Mistakes {
-		row(w, cols, fmt.Sprintf("  %-20s ", m.Name), m.Summary+": "+m.Happens+served(m.Mistake))
+		row(w, cols, fmt.Sprintf("%-20s ", m.Name), m.Summary+": "+m.Happens+served(m.Mistake))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Mistakes bank grade and bank torture can name (no story of their own):")
