@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(draftOnlyRole) != "" {
 		draftOnlyServer() // so is this one
 	}
-	pgtest.Main(m, labTemplate())
+	code := pgtest.Run(m, labTemplate())
+	removeBinary() // the bank the tests built, if they built one
+	os.Exit(code)
 }
 
 type result struct {
@@ -388,12 +390,14 @@ func TestBadPGBinaries(t *testing.T) {
 
 var buildOnce sync.Once
 var binary string
+var removeBinary = func() {}
 
 func bankBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		var err error
-		if binary, _, err = pgtest.BuildBank("."); err != nil { // kept for the whole test binary
+		if binary, removeBinary, err = pgtest.BuildBank("."); err != nil { // kept for the whole test binary, removed by TestMain
+			removeBinary = func() {}
 			t.Fatal(err)
 		}
 	})

@@ -16,6 +16,7 @@ var (
 	buildOnce sync.Once
 	bankBin   string
 	buildErr  error
+	removeBin = func() {} // the bank the tests built, removed by TestMain
 )
 
 // gradeLabServer grades the lab's own server, bank serve with args, on
@@ -23,7 +24,12 @@ var (
 // keep their recordings).
 func gradeLabServer(t *testing.T, checks []string, args ...string) Report {
 	t.Helper()
-	buildOnce.Do(func() { bankBin, _, buildErr = pgtest.BuildBank("github.com/zudojs/bank/cmd/bank") })
+	buildOnce.Do(func() {
+		var remove func()
+		if bankBin, remove, buildErr = pgtest.BuildBank("github.com/zudojs/bank/cmd/bank"); buildErr == nil {
+			removeBin = remove
+		}
+	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
