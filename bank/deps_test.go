@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
 const module = "github.com/zudojs/bank"
@@ -16,6 +18,10 @@ const module = "github.com/zudojs/bank"
 // TestDependencyRules writes the design's dependency rules down and checks
 // them over the whole module with go list.
 func TestDependencyRules(t *testing.T) {
+	// go list reads the whole module; go test's cache must know it did.
+	if err := pgtest.Inputs(".."); err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}", module+"/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

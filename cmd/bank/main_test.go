@@ -29,6 +29,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(draftOnlyRole) != "" {
 		draftOnlyServer() // so is this one
 	}
+	// The corpus, the solutions and the lesson's files in testdata are
+	// run or read by other programs: see pgtest.Inputs.
+	if err := pgtest.Inputs(filepath.Join("..", "..", "testdata")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := pgtest.Run(m, labTemplate())
 	removeBinary() // the bank the tests built, if they built one
 	os.Exit(code)

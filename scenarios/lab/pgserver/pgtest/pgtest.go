@@ -6,10 +6,12 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,6 +220,12 @@ func removeSeed() {
 // has no Go toolchain.
 func BuildBank(pkg string) (string, func(), error) {
 	if b := os.Getenv("BANK_TEST_BINARY"); b != "" {
+		// go test's cache keys a result on the files the test opens or
+		// stats, not on the programs it runs: a stat here runs the
+		// package again when make test has built another bank.
+		if _, err := os.Stat(b); err != nil {
+			return "", nil, fmt.Errorf("BANK_TEST_BINARY: %w", err)
+		}
 		return b, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "bank-bin-")
@@ -229,13 +237,23 @@ func BuildBank(pkg string) (string, func(), error) {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
+	// go build read the module's sources; go test's cache must know.
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err == nil {
+		err = Inputs(strings.TrimSpace(string(root)))
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("pgtest: the module's sources: %v", err)
+	}
 	return binary, func() { os.RemoveAll(dir) }, nil
 }
 
-// Skip skips t, and notes why in the file BANK_SKIPS names (make test
-// sets it, and prints the notes at the end): a test that could not run,
-// for want of Chromium or Node.js, is said on make test's plain output,
-// not only under -v.
+// Skip skips t, and notes why in the file BANK_SKIPS names, where a run
+// of test binaries sets it (.ci/windows, .ci/as-learner): a test that
+// could not run, for want of Chromium or Node.js, is said at the end of
+// make test, not only under -v. (make test's go test reads every skip,
+// this one's and t.Skip's, from go test -json: .ci/gotest.)
 func Skip(t testing.TB, format string, args ...any) {
 	t.Helper()
 	why := fmt.Sprintf(format, args...)
@@ -246,4 +264,38 @@ func Skip(t testing.TB, format string, args ...any) {
 		}
 	}
 	t.Skip(why)
+}
+
+// Inputs reads every file under each of dirs and throws the bytes away.
+// go test's cache keys a package's result on the files its tests open,
+// and a program a test runs from testdata (a server of the corpus, a
+// lesson's solution, a Go program it builds) is opened by that program,
+// not by the test: reading the tree here runs the package again when one
+// of those files changes, as a change to the test's own code does.
+// Installed packages (node_modules), Python's byte code, git's folder and
+// the build's outputs (bin and dist beside a go.mod) are skipped: what
+// installs them is read (a package-lock.json), not what was installed.
+func Inputs(dirs ...string) error {
+	skip := map[string]bool{"node_modules": true, "__pycache__": true, ".git": true}
+	output := func(path string) bool {
+		_, err := os.Stat(filepath.Join(filepath.Dir(path), "go.mod"))
+		return err == nil
+	}
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case d.IsDir() && path != dir && (skip[d.Name()] || (d.Name() == "bin" || d.Name() == "dist") && output(path)):
+				return filepath.SkipDir
+			case d.Type().IsRegular():
+				_, err = os.ReadFile(path)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("pgtest: reading the tests' inputs: %w", err)
+		}
+	}
+	return nil
 }
