@@ -249,6 +249,11 @@ func BuildBank(pkg string) (string, func(), error) {
 	return binary, func() { os.RemoveAll(dir) }, nil
 }
 
+// moduleTop is the module's top level that holds sources and test data,
+// as the design card fixes it (README.md and the Makefile aside, and bin/
+// and dist/, the build's outputs).
+var moduleTop = []string{"go.mod", "go.sum", "bank", "cmd", "idem", "scenarios", "testdata"}
+
 // Skip skips t, and notes why in the file BANK_SKIPS names, where a run
 // of test binaries sets it (.ci/windows, .ci/as-learner): a test that
 // could not run, for want of Chromium or Node.js, is said at the end of
@@ -272,21 +277,30 @@ func Skip(t testing.TB, format string, args ...any) {
 // lesson's solution, a Go program it builds) is opened by that program,
 // not by the test: reading the tree here runs the package again when one
 // of those files changes, as a change to the test's own code does.
-// Installed packages (node_modules), Python's byte code, git's folder and
-// the build's outputs (bin and dist beside a go.mod) are skipped: what
-// installs them is read (a package-lock.json), not what was installed.
+// Installed packages (node_modules), Python's byte code and git's folder
+// are skipped: what installs them is read (a package-lock.json), not what
+// was installed. The module's own folder is never listed (the cache notes
+// the size and time of every entry of a folder a test lists, and bin/
+// changes on every run): for it, the design card's top level is read
+// (moduleTop).
 func Inputs(dirs ...string) error {
 	skip := map[string]bool{"node_modules": true, "__pycache__": true, ".git": true}
-	output := func(path string) bool {
-		_, err := os.Stat(filepath.Join(filepath.Dir(path), "go.mod"))
-		return err == nil
-	}
+	var roots []string
 	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+			roots = append(roots, dir)
+			continue
+		}
+		for _, top := range moduleTop {
+			roots = append(roots, filepath.Join(dir, top))
+		}
+	}
+	for _, dir := range roots {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			switch {
 			case err != nil:
 				return err
-			case d.IsDir() && path != dir && (skip[d.Name()] || (d.Name() == "bin" || d.Name() == "dist") && output(path)):
+			case d.IsDir() && path != dir && skip[d.Name()]:
 				return filepath.SkipDir
 			case d.Type().IsRegular():
 				_, err = os.ReadFile(path)
