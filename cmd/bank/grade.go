@@ -88,6 +88,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 			return a.grade(cmd.Context(), f, args)
 		},
 	}
+	cmd.AddCommand(a.gradeClientCommand())
 	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the API and database contract the checks hold a server to, and exit")
 	cmd.Flags().StringVar(&f.workflow, "workflow", "", "print a CI file that grades the command after -- in your repository, and exit: actions (GitHub Actions, the checks published from --junit) or classroom (GitHub Classroom's autograding, a test per check worth its --points)")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit 1 when any check fails, the recommended ones too (for a class that grades them)")
@@ -229,7 +230,9 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 }
 
 func writeJSON(w io.Writer, rep grade.Report) error {
-	rep.Schema = "bank.grade/v1"
+	if rep.Schema == "" {
+		rep.Schema = "bank.grade/v1"
+	}
 	return jsonshape.Encode(w, &rep, true)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/cmd/bank/help"
+	"github.com/zudojs/bank/cmd/bank/internal/clientgrade"
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/scenarios"
@@ -162,6 +163,7 @@ func TestHelpTopicsNameWhatTheyDescribe(t *testing.T) {
 	mustName("mistakes", append(mistakes, onpurpose.Names()...))
 	mustName("exercise", practice.ExerciseNames())
 	mustName("grade", grade.Names())
+	mustName("grade", clientgrade.Names())
 	mustName("serve", apiErrorCodes(t))
 
 	// One row a code in the table of exit-codes, and no code the table

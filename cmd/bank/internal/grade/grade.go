@@ -253,13 +253,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 	rep := Report{NotRun: []string{}}
 	for i := range checks {
-		if r, ok := merge(runs[i]); ok {
+		if r, ok := Merge(runs[i]); ok {
 			rep.Results = append(rep.Results, r)
 		} else {
 			rep.NotRun = append(rep.NotRun, checks[i].Name)
 		}
 	}
-	score(&rep, cfg.Points)
+	Score(&rep, cfg.Points)
 	if se, ok := IsStartError(firstErr); ok {
 		rep.Stopped = se.Why
 		if rep.Verdict != Fail {
@@ -294,11 +294,11 @@ func runOnce(ctx context.Context, cfg *Config, c Check, n int) (Result, error) {
 	return res, err
 }
 
-// merge makes one line of the report card from a check's runs: failed if
+// Merge makes one line of the report card from a check's runs: failed if
 // any run failed ("failed 3 of 20 runs", with the evidence of the first
 // that did), passed if any passed, else not applicable. ok is false when
 // a run is missing (the grade ended before it).
-func merge(runs []*Result) (Result, bool) {
+func Merge(runs []*Result) (Result, bool) {
 	failed, passed, unknown := 0, 0, 0
 	var firstFail, firstPass, firstUnknown *Result
 	for _, r := range runs {
@@ -368,12 +368,12 @@ func ParsePoints(pairs []string) (map[string]int, error) {
 	return points, nil
 }
 
-// score gives each check its points (1, or what points says for its name)
+// Score gives each check its points (1, or what points says for its name)
 // when it passed, and totals them; a check that did not apply, or could
 // not tell, counts for neither side. The report passes when every
 // required check did; it fails when one failed; otherwise, with a
 // required check that could not tell, it is unknown.
-func score(rep *Report, points map[string]int) {
+func Score(rep *Report, points map[string]int) {
 	rep.Verdict, rep.Points, rep.MaxPoints = Pass, 0, 0
 	for i := range rep.Results {
 		r := &rep.Results[i]

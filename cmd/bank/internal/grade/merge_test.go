@@ -29,7 +29,7 @@ func TestMergeRepeatedRuns(t *testing.T) {
 		{results(Fail), Fail, "fail in run 1", "run 1", 1, 1, true},
 		{append(results(Pass), nil), "", "", "", 0, 0, false},
 	} {
-		got, ok := merge(c.runs)
+		got, ok := Merge(c.runs)
 		if ok != c.ok {
 			t.Errorf("%v: ok %v, want %v", c.why, ok, c.ok)
 			continue
@@ -54,12 +54,12 @@ func TestScorePoints(t *testing.T) {
 		{Name: "pause", Required: true, Verdict: NA},
 		{Name: "replayed", Verdict: Fail},
 	}}
-	score(&rep, map[string]int{"crash": 5, "pause": 5})
+	Score(&rep, map[string]int{"crash": 5, "pause": 5})
 	if rep.Points != 6 || rep.MaxPoints != 7 || !rep.Passed() {
 		t.Fatalf("points %d of %d, passed %v; want 6 of 7, passed (only a recommended check failed)", rep.Points, rep.MaxPoints, rep.Passed())
 	}
 	rep.Results[0].Verdict = Fail
-	score(&rep, nil)
+	Score(&rep, nil)
 	if rep.Points != 1 || rep.MaxPoints != 3 || rep.Passed() {
 		t.Fatalf("points %d of %d, passed %v; want 1 of 3, failed", rep.Points, rep.MaxPoints, rep.Passed())
 	}

@@ -18,7 +18,8 @@ import (
 	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
-// Print prints rep, the report card of a grade of command with lockTTL:
+// Print prints rep, the report card of a grade of command with lockTTL
+// (0 for a client's grade, which gives none):
 // one line per check, and for each failure the mistake it looks like,
 // where to see it done right, and the evidence (for every check when
 // verbose), every line folded at spaces to width columns (render.Width
@@ -48,7 +49,11 @@ func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duratio
 			fmt.Fprintln(w, l)
 		}
 	}
-	say(fmt.Sprintf("report card for: %s   (LOCK_TTL_MS=%d)", strings.Join(command, " "), lockTTL.Milliseconds()), "  ", "", nil)
+	head := "report card for: " + strings.Join(command, " ")
+	if lockTTL > 0 { // a server's grade; a client's has no lock of its own
+		head += fmt.Sprintf("   (LOCK_TTL_MS=%d)", lockTTL.Milliseconds())
+	}
+	say(head, "  ", "", nil)
 	fmt.Fprintln(w)
 	const under = "         " // the check's lines, under its name
 	for _, r := range rep.Results {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zudojs/bank/cmd/bank/internal/clientgrade"
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
+)
+
+// bank grade client is a judge too, proven on clients its author did not
+// write: testdata/clients holds clients written from bank grade client
+// --contract alone, by other hands, in Python, Node.js and Perl. The
+// correct ones must pass every check; each mistake (CLIENT_MISTAKE) must
+// fail the checks it breaks, naming it, and pass the rest. make test
+// grades each once; BANK_CORPUS_RUNS=20 grades each 20 times.
+
+// clientCorpus is a client of testdata/clients: its interpreter, found on
+// PATH, and its program.
+func clientCorpus(t *testing.T, lang string) []string {
+	t.Helper()
+	file := map[string]string{"python": "client.py", "node": "client.mjs", "perl": "client.pl"}[lang]
+	interp := map[string]string{"python": "python3", "node": "node", "perl": "perl"}[lang]
+	path, err := exec.LookPath(interp)
+	if err != nil {
+		corpusMissing(t, "no %s on PATH, for testdata/clients/%s", interp, lang)
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "clients", lang))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{path, filepath.Join(dir, file)}
+}
+
+// gradeClient grades a client on every check, CLIENT_MISTAKE=mistake in
+// its environment (none when ""), and returns the card.
+func gradeClient(t *testing.T, mistake string, client []string) (grade.Report, string) {
+	t.Helper()
+	graders <- struct{}{}
+	defer func() { <-graders }()
+	args := append([]string{"grade", "client", "--json", "--jobs", "4", "--"}, client...)
+	cmd := command(t, pgtest.CacheDir(t), args...)
+	cmd.Env = append(cmd.Env, "CLIENT_MISTAKE="+mistake)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var rep grade.Report
+	if jerr := json.Unmarshal(out, &rep); jerr != nil {
+		t.Fatalf("grade client %v printed no report (%v, exit %d): %s\n%s", client, jerr, exitOf(err), out, stderr.String())
+	}
+	matchesShape(t, "bank.grade/v1", out)
+	if len(rep.Results) != len(clientgrade.Checks) {
+		t.Fatalf("%d results for %d checks:\n%s", len(rep.Results), len(clientgrade.Checks), out)
+	}
+	return rep, string(out)
+}
+
+// clientGraded grades a client BANK_CORPUS_RUNS times (1 unless set) and
+// fails the test on each run whose card differs from fail: the checks
+// that must fail, each with the mistake it must name.
+func clientGraded(t *testing.T, mistake string, fail map[string]string, client []string) {
+	t.Helper()
+	runs, _ := strconv.Atoi(os.Getenv("BANK_CORPUS_RUNS"))
+	runs = max(1, runs)
+	bad, unknown := 0, 0
+	var took []time.Duration
+	for i := range runs {
+		start := time.Now()
+		rep, out := gradeClient(t, mistake, client)
+		took = append(took, time.Since(start))
+		for _, r := range rep.Results {
+			if r.Verdict == grade.Unknown {
+				unknown++
+				break
+			}
+		}
+		// The timing checks may say they could not tell, on a machine as
+		// busy as make test's: never that a correct client failed, nor
+		// that a mistaken one passed.
+		for i, r := range rep.Results {
+			if r.Verdict == grade.Unknown && slices.Contains(timing, r.Name) {
+				rep.Results[i].Verdict = map[bool]string{true: grade.Fail, false: grade.Pass}[fail[r.Name] != ""]
+				rep.Results[i].Mistake = fail[r.Name]
+				rep.Results[i].See = "bank (could not tell)"
+			}
+		}
+		if d := deviations(rep, mistaken{fail: fail}); len(d) > 0 {
+			bad++
+			t.Errorf("run %d of %d: %s\n%s", i+1, runs, strings.Join(d, "; "), out)
+		}
+	}
+	slices.Sort(took)
+	t.Logf("CLIENT CORPUS %s: %d of %d runs as expected, %d with a check that could not tell; median grade %.1fs (load per core at the end %.1f)",
+		t.Name(), runs-bad, runs, unknown, took[len(took)/2].Seconds(), pace.Load())
+}
+
+// timing are the client checks whose verdict rests on how long the
+// client waited: on a busy machine they may not be able to tell.
+var timing = []string{"hung", "backoff", "lockstep"}
+
+func TestGradeClientCorpus(t *testing.T) {
+	t.Parallel()
+	for _, lang := range []string{"python", "node", "perl"} {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			clientGraded(t, "", nil, clientCorpus(t, lang))
+		})
+	}
+	// Every check a retry happens in: a new key there is the mistake.
+	retried := []string{"lost-reply", "hung", "busy", "rate-limited", "server-error", "unavailable", "backoff", "give-up", "lookup"}
+	mistakes := []struct {
+		lang, mistake string
+		fail          map[string]string
+	}{
+		{"python", "new-key-per-attempt", each(retried, "new-key-per-attempt")},
+		{"python", "retried-refusal", each([]string{"refused", "bad-request"}, "retried-refusal")},
+		{"python", "no-backoff", map[string]string{"backoff": "no-backoff", "lockstep": "lockstep"}},
+		{"python", "failed-not-unknown", map[string]string{"give-up": "failed-not-unknown", "lookup": "failed-not-unknown"}},
+		{"node", "lockstep", map[string]string{"lockstep": "lockstep"}},
+		{"node", "key-not-in-draft", map[string]string{"restart": "key-not-in-draft"}},
+		{"node", "ignored-retry-after", each([]string{"busy", "rate-limited", "unavailable"}, "ignored-retry-after")},
+		{"node", "reused-key", map[string]string{"one-key": "reused-key"}},
+		{"perl", "no-timeout", map[string]string{"hung": "no-timeout"}},
+		{"perl", "no-retry", each(append(retried, "lockstep"), "no-retry")},
+	}
+	for _, m := range mistakes {
+		t.Run(fmt.Sprintf("%s/%s", m.lang, m.mistake), func(t *testing.T) {
+			t.Parallel()
+			clientGraded(t, m.mistake, m.fail, clientCorpus(t, m.lang))
+		})
+	}
+}
+
+// each maps every check to the one mistake.
+func each(checks []string, mistake string) map[string]string {
+	m := map[string]string{}
+	for _, c := range checks {
+		m[c] = mistake
+	}
+	return m
+}

@@ -1,0 +1,134 @@
+package clientgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/names"
+	"github.com/zudojs/bank/scenarios/lab/pgserver"
+)
+
+// Host is what bank grade client needs of the bank command around it.
+type Host struct {
+	Out, Err io.Writer
+	// Database opens the PostgreSQL the checks' banks are made in, from
+	// tmpl; NewDatabase is Config's, close ends it.
+	Database func(ctx context.Context, tmpl pgserver.Template) (newDatabase func(ctx context.Context, label string) (string, string, func(), error), close func() error, err error)
+	// Colour says whether the card is in colour (an error for a bad
+	// --color); Card prints the card for people; JSON writes it for tools.
+	Colour func() (bool, error)
+	Card   func(rep grade.Report, command []string, colour bool)
+	JSON   func(rep grade.Report) error
+	// Verdict is the grade's exit, from its report.
+	Verdict func(rep grade.Report) error
+}
+
+// Command is bank grade client.
+func Command(h Host) *cobra.Command {
+	var f struct {
+		contract, json bool
+		timeout        time.Duration
+		only           []string
+		jobs, repeat   int
+	}
+	cmd := &cobra.Command{
+		Use:   "client [flags] -- CMD [ARGS…]",
+		Short: "Throw a misbehaving server at your own client, in any language, and get a report card",
+		Long: `Grade a client of your own against the lesson's rules for the app. For every
+check, bank grade client serves the lesson's bank itself, behind a front that
+misbehaves on purpose (a lost reply, a hung attempt, 409, 429 and 503 with
+Retry-After, a 500, a refusal, a server that never answers again), and runs
+CMD with BANK_URL, BANK_TOKEN, TRANSFER, DRAFTS and ATTEMPT_TIMEOUT_MS in its
+environment; one check kills it mid-transfer and starts it again. What moved
+in the bank, the attempts the front saw and the outcome CMD reported make each
+line of the card.
+
+See the contract (what the client must do) with bank grade client
+--contract, and what each check proves with bank help grade.
+
+Exit status: 0 when every required check passes, 1 when one fails, 2 for a
+bad command line, 3 when the client cannot be run, 4 when none failed but
+one could not tell.`,
+		Example: `  bank grade client --contract
+  bank grade client -- node client.mjs
+  bank grade client -- python3 client.py
+  bank grade client --only lost-reply,restart -- ./myclient
+  bank grade client --repeat 20 -- ./myclient`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case f.contract && len(args) > 0:
+				return exitcode.Usagef("--contract prints the contract and runs nothing; drop it to grade %q", strings.Join(args, " "))
+			case f.contract:
+				fmt.Fprint(h.Out, Contract())
+				return nil
+			case cmd.ArgsLenAtDash() != 0 || len(args) == 0:
+				return exitcode.Usagef("name your client's command after --, such as: bank grade client -- node client.mjs (bank grade client --contract says what it must do)")
+			case f.timeout < 100*time.Millisecond || f.timeout > 10*time.Second:
+				return exitcode.Usagef("--attempt-timeout must be between 100ms and 10s, such as 1s")
+			case f.repeat < 1 || f.repeat > 1000:
+				return exitcode.Usagef("--repeat must be between 1 and 1000, such as 20")
+			case f.jobs < 0 || f.jobs > 64:
+				return exitcode.Usagef("--jobs must be between 1 and 64, such as 4")
+			}
+			for _, name := range f.only {
+				if !slices.Contains(Names(), name) {
+					return exitcode.Usagef("unknown check %q%s in --only; checks: %s", name, names.DidYouMean(name, Names()), strings.Join(Names(), ", "))
+				}
+			}
+			if _, err := exec.LookPath(args[0]); err != nil {
+				var e *exec.Error
+				if errors.As(err, &e) {
+					err = e.Err
+				}
+				return exitcode.Envf("cannot run %q: %v; check the command after --", args[0], err)
+			}
+			return grading(cmd.Context(), h, Config{Command: args, AttemptTimeout: f.timeout, Only: f.only, Jobs: f.jobs, Repeat: f.repeat}, f.json)
+		},
+	}
+	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the contract the checks hold a client to, and exit")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the report card as JSON")
+	cmd.Flags().DurationVar(&f.timeout, "attempt-timeout", time.Second, "the bound on one attempt given to the client as ATTEMPT_TIMEOUT_MS")
+	cmd.Flags().StringSliceVar(&f.only, "only", nil, "run only these checks (comma-separated): "+strings.Join(Names(), ", "))
+	cmd.Flags().IntVar(&f.repeat, "repeat", 1, "run each check N times, each on a fresh bank, and say how many runs failed")
+	cmd.Flags().IntVar(&f.jobs, "jobs", 0, fmt.Sprintf("checks run side by side (default %d here: twice the cores, 2 to 6)", grade.DefaultJobs()))
+	return cmd
+}
+
+// grading runs the grade and writes its card.
+func grading(ctx context.Context, h Host, cfg Config, asJSON bool) error {
+	colour, err := h.Colour()
+	if err != nil {
+		return err
+	}
+	newDatabase, closeDB, err := h.Database(ctx, Template())
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	cfg.NewDatabase = newDatabase
+	if !asJSON {
+		cfg.Progress = h.Err
+	}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if err := h.JSON(rep); err != nil {
+			return err
+		}
+	} else {
+		h.Card(rep, cfg.Command, colour)
+	}
+	return h.Verdict(rep)
+}

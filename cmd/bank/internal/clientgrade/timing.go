@@ -1,0 +1,195 @@
+package clientgrade
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zudojs/bank/bank/audit"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
+)
+
+// How the two timing checks decide. A wait is measured at the front: from
+// the instant it answered an attempt to the instant the next arrived, so
+// it holds the client's own wait plus the time its process took to wake,
+// read the answer and send again (a few milliseconds on a quiet machine).
+const (
+	// flatWithin: waits that all lie within this of the shortest, times
+	// flatRatio, are flat: a fixed delay, or none.
+	flatWithin = 20 * time.Millisecond
+	flatRatio  = 1.3
+	// backoffFailures: the backoff check answers this many attempts 503.
+	backoffFailures = 5
+	// lockstepClients are started lockstepApart from each other in the
+	// lockstep check, and the first lockstepRounds attempts of each are
+	// answered 503.
+	lockstepClients = 12
+	lockstepRounds  = 4
+	lockstepApart   = 150 * time.Millisecond
+	// After each of the last two failures, the spread of the clients'
+	// waits, the quickest and the slowest left out: within stepSlack and
+	// 3 % of the median wait is lockstep (the processes' own delays,
+	// measured at 3 to 13 ms on the quiet 2-core machine, spread them no
+	// more); apartLeast after both and apartMost after one is jitter (the
+	// lesson's, a random 0 to 50 ms, spreads the middle ten of twelve
+	// clients by 22 ms or more in about 97 of 100 failures); on a busy
+	// machine both stretched by its load (pace.Factor). Between the two
+	// the check cannot tell: a busy machine's own delays are as wide as
+	// the lesson's jitter.
+	stepSlack  = 12 * time.Millisecond
+	apartLeast = 22 * time.Millisecond
+	apartMost  = 30 * time.Millisecond
+)
+
+// grows reports whether every wait is longer than the one before.
+func grows(waits []time.Duration) bool {
+	for i := 1; i < len(waits); i++ {
+		if waits[i] <= waits[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// scaled is d stretched by the machine's load factor.
+func scaled(d time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(d) * max(1, factor))
+}
+
+// waitsOf are the waits between a client's attempts: from the answer to
+// attempt i to the arrival of attempt i+1.
+func waitsOf(posts []attempt) []time.Duration {
+	var w []time.Duration
+	for i := 1; i < len(posts); i++ {
+		if posts[i-1].Answered.IsZero() {
+			break
+		}
+		w = append(w, posts[i].At.Sub(posts[i-1].Answered))
+	}
+	return w
+}
+
+func msList(ds []time.Duration) string {
+	var s []string
+	for _, d := range ds {
+		s = append(s, fmt.Sprintf("%d", d.Milliseconds()))
+	}
+	return strings.Join(s, ", ") + " ms"
+}
+
+// flat reports whether the waits do not grow: all within flatRatio (and
+// flatWithin) of the shortest.
+func flat(waits []time.Duration) bool {
+	least, most := slices.Min(waits), slices.Max(waits)
+	return float64(most) <= flatRatio*float64(least)+float64(flatWithin)
+}
+
+func backoff(t *trial) {
+	f := t.serve(func(n int, _ *attempt) fault {
+		if n <= backoffFailures {
+			return fault{kind: answer, status: 503, body: errorBody(503)}
+		}
+		return fault{}
+	})
+	o := t.finish(t.launch(f, adaPaysBola, adaFrom, ""))
+	t.noteAttempts(f)
+	posts := f.posts()
+	t.retried(posts, o, "the first attempt was answered 503")
+	t.sameKeys(posts, adaPaysBola, adaFrom)
+	waits := waitsOf(posts)
+	if len(waits) > backoffFailures {
+		waits = waits[:backoffFailures]
+	}
+	t.note("the waits after each 503: %s", msList(waits))
+	if len(waits) < 3 {
+		t.fail(nil, "only %d attempts for %d failures in a row: the contract's client tries up to 10 times", len(posts), backoffFailures)
+	}
+	if flat(waits) {
+		t.fail(&mNoBackoff, "the waits after each 503 were %s: they do not grow", msList(waits))
+	}
+	// On a busy machine its own delays can make a fixed delay vary: there,
+	// a pass needs every wait longer than the one before, and the last
+	// three times the first.
+	if pace.Busy() && !(grows(waits) && waits[len(waits)-1] >= 3*waits[0]) {
+		t.unknown("the waits were %s: not flat, but the machine was too busy to tell growth from its own delays", msList(waits))
+	}
+	intents := []audit.Intent{adaIntent("Ada's tap", 1)}
+	if o.Said == "unknown" {
+		intents[0].Want = 0 // it gave up before the front let an attempt through
+	}
+	b := t.books(intents...)
+	if o.Said == "made" {
+		t.made(o, b, adaIntent("", 1))
+	}
+	t.pass("the waits after each 503 grew: %s", msList(waits))
+}
+
+func lockstep(t *trial) {
+	const kobo = 10_000 // ₦100 each: Ada can pay them all
+	var fronts []*front
+	var runs []*client
+	for i := range lockstepClients {
+		f := t.serve(func(n int, _ *attempt) fault {
+			if n <= lockstepRounds {
+				return fault{kind: answer, status: 503, body: errorBody(503)}
+			}
+			return fault{}
+		})
+		fronts = append(fronts, f)
+		runs = append(runs, t.launch(f, transfer(adaFrom, adaTo, kobo), adaFrom, t.subfolder(fmt.Sprintf("client-%d", i+1))))
+		// Apart, so that no two read their answers at once: on a busy
+		// machine, clients woken together delay each other, and that
+		// spread would look like jitter.
+		time.Sleep(lockstepApart)
+	}
+	for i, c := range runs {
+		o := t.finish(c)
+		if o.Said != "made" {
+			t.note("client %d's attempts:", i+1)
+			t.noteAttempts(fronts[i])
+			t.retried(fronts[i].posts(), o, fmt.Sprintf("client %d's first attempt was answered 503", i+1))
+			t.fail(nil, "client %d reported %s, not made, after %d failures", i+1, o, lockstepRounds)
+		}
+	}
+	var spreads, medians []time.Duration
+	for round := range lockstepRounds {
+		var waits []time.Duration
+		for _, f := range fronts {
+			if w := waitsOf(f.posts()); len(w) > round {
+				waits = append(waits, w[round])
+			}
+		}
+		if len(waits) < 2 {
+			break
+		}
+		slices.Sort(waits)
+		// The spread of all but the quickest and the slowest: one
+		// client the machine held up is not jitter.
+		spread := waits[len(waits)-1] - waits[0]
+		if len(waits) >= 4 {
+			spread = waits[len(waits)-2] - waits[1]
+		}
+		spreads = append(spreads, spread)
+		medians = append(medians, waits[len(waits)/2])
+		t.note("after failure %d the %d clients waited %s (spread %dms, the quickest and the slowest left out)", round+1, len(waits), msList(waits), spread.Milliseconds())
+	}
+	t.books(audit.Intent{Label: "the taps", From: adaFrom, To: adaTo, Kobo: kobo, Want: lockstepClients})
+	if len(spreads) < lockstepRounds {
+		t.fail(nil, "the clients did not retry after each of %d 503s", lockstepRounds)
+	}
+	// The last two failures decide: their waits are the longest, so the
+	// machine's own delays weigh least there. Those delays grow with the
+	// machine's load (a node client in lockstep spread by 60 ms at 11
+	// tasks a core), and so do the spreads that show jitter.
+	busy := pace.Factor()
+	last := spreads[lockstepRounds-2:]
+	inStep := func(r int) bool { return spreads[r] <= stepSlack+medians[r]*3/100 }
+	switch {
+	case inStep(lockstepRounds-2) && inStep(lockstepRounds-1): // a busy machine only spreads them more
+		t.fail(&mLockstep, "after each of the last two failures the %d clients waited the same, to within %s (spreads: %s): clients that fail together retry together", lockstepClients, msList(last), msList(spreads))
+	case slices.Min(last) >= scaled(apartLeast, busy) && slices.Max(last) >= scaled(apartMost, busy):
+		t.pass("the clients' waits after the same failure differed: spreads of %s", msList(spreads))
+	}
+	t.unknown("the clients' waits after the last two failures spread by %s: too close to the machine's own delays to tell jitter from none (in step: within %dms and 3%% of the wait; apart: %dms after both and %dms after one, the machine's load now stretching them %.1f times)", msList(last), stepSlack.Milliseconds(), scaled(apartLeast, busy).Milliseconds(), scaled(apartMost, busy).Milliseconds(), busy)
+}
