@@ -149,3 +149,37 @@ func each(checks []string, mistake string) map[string]string {
 	}
 	return m
 }
+
+// TestClientStarters: each starter of bank grade client --starter, written
+// as a learner gets it, passes what its README says (plain, the refusals,
+// one-key) and fails the rest, naming what it lacks: retries, and the
+// draft.
+func TestClientStarters(t *testing.T) {
+	t.Parallel()
+	fail := each([]string{"lost-reply", "hung", "busy", "rate-limited", "server-error", "unavailable", "backoff", "lockstep", "give-up", "lookup"}, "no-retry")
+	fail["restart"] = "key-not-in-draft"
+	for _, lang := range clientgrade.Starters.Languages() {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "my-client")
+			if out, err := command(t, pgtest.CacheDir(t), "grade", "client", "--starter", lang, dir).CombinedOutput(); err != nil {
+				t.Fatalf("--starter %s: %v\n%s", lang, err, out)
+			}
+			var client []string
+			switch lang {
+			case "go":
+				build := exec.Command("go", "build", "-o", "client", ".")
+				build.Dir = dir
+				if out, err := build.CombinedOutput(); err != nil {
+					t.Fatalf("go build: %v\n%s", err, out)
+				}
+				client = []string{filepath.Join(dir, "client")}
+			case "node":
+				client = append(clientCorpus(t, "node")[:1], filepath.Join(dir, "client.mjs"))
+			case "python":
+				client = append(clientCorpus(t, "python")[:1], filepath.Join(dir, "client.py"))
+			}
+			clientGraded(t, "", fail, client)
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os/exec"
 	"slices"
 	"strings"
@@ -76,7 +75,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 				return nil
 			}
 			if f.starter != "" {
-				return a.writeStarter(f.starter, args, cmd.ArgsLenAtDash())
+				return starter.Servers.Run(a.io.Out, f.starter, args, cmd.ArgsLenAtDash(), "bank grade")
 			}
 			dash := cmd.ArgsLenAtDash()
 			if dash != 0 || len(args) == 0 {
@@ -269,27 +268,6 @@ func (a *app) printWorkflow(f gradeFlags, command []string) error {
 		return err
 	}
 	fmt.Fprint(a.io.Out, w)
-	return nil
-}
-
-// writeStarter is bank grade --starter LANG DIR.
-func (a *app) writeStarter(lang string, args []string, dash int) error {
-	switch {
-	case dash >= 0:
-		return exitcode.Usagef("--starter writes a server and grades nothing: drop the command after --, then grade the starter from its folder")
-	case len(args) != 1:
-		return exitcode.Usagef("--starter %s needs one folder to write into, such as: bank grade --starter %s my-server", lang, lang)
-	case !slices.Contains(starter.Languages(), lang):
-		return exitcode.Usagef("no starter in %q%s; choose one of %s", lang, names.DidYouMean(lang, starter.Languages()), strings.Join(starter.Languages(), ", "))
-	}
-	files, err := starter.Write(lang, args[0])
-	if errors.Is(err, fs.ErrExist) {
-		return exitcode.Usagef("%v", err)
-	}
-	if err != nil {
-		return exitcode.Envf("writing the %s starter: %v", lang, err)
-	}
-	starter.Announce(a.io.Out, lang, args[0], files)
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/scenarios"
 	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -212,7 +213,7 @@ func environmentVariables(t *testing.T) []string {
 			names = append(names, n)
 		}
 	}
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+	err := pgtest.WalkModule("../..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

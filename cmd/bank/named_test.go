@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zudojs/bank/cmd/bank/help"
 	"github.com/zudojs/bank/scenarios"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios/practice"
 )
 
@@ -69,7 +70,7 @@ func TestNamedCommandsExist(t *testing.T) {
 		}
 	}
 	repo, _ := filepath.Abs(filepath.Join("..", ".."))
-	err := filepath.WalkDir(repo, func(path string, d fs.DirEntry, err error) error {
+	err := pgtest.WalkModule(repo, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -37,6 +37,7 @@ type Host struct {
 func Command(h Host) *cobra.Command {
 	var f struct {
 		contract, json bool
+		starter        string
 		timeout        time.Duration
 		only           []string
 		jobs, repeat   int
@@ -62,6 +63,7 @@ one could not tell.`,
 		Example: `  bank grade client --contract
   bank grade client -- node client.mjs
   bank grade client -- python3 client.py
+  bank grade client --starter node my-client   # a client to start from
   bank grade client --only lost-reply,restart -- ./myclient
   bank grade client --repeat 20 -- ./myclient`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,6 +73,8 @@ one could not tell.`,
 			case f.contract:
 				fmt.Fprint(h.Out, Contract())
 				return nil
+			case f.starter != "":
+				return Starters.Run(h.Out, f.starter, args, cmd.ArgsLenAtDash(), "bank grade client")
 			case cmd.ArgsLenAtDash() != 0 || len(args) == 0:
 				return exitcode.Usagef("name your client's command after --, such as: bank grade client -- node client.mjs (bank grade client --contract says what it must do)")
 			case f.timeout < 100*time.Millisecond || f.timeout > 10*time.Second:
@@ -97,6 +101,7 @@ one could not tell.`,
 	}
 	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the contract the checks hold a client to, and exit")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the report card as JSON")
+	cmd.Flags().StringVar(&f.starter, "starter", "", "write a small client to start from into the folder named after the flags ("+strings.Join(Starters.Languages(), ", ")+"): one send under its own key, no draft and no retry yet; then grade it")
 	cmd.Flags().DurationVar(&f.timeout, "attempt-timeout", time.Second, "the bound on one attempt given to the client as ATTEMPT_TIMEOUT_MS")
 	cmd.Flags().StringSliceVar(&f.only, "only", nil, "run only these checks (comma-separated): "+strings.Join(Names(), ", "))
 	cmd.Flags().IntVar(&f.repeat, "repeat", 1, "run each check N times, each on a fresh bank, and say how many runs failed")

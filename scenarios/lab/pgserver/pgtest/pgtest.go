@@ -5,12 +5,14 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -253,6 +255,21 @@ func BuildBank(pkg string) (string, func(), error) {
 // as the design card fixes it (README.md and the Makefile aside, and bin/
 // and dist/, the build's outputs).
 var moduleTop = []string{"go.mod", "go.sum", "bank", "cmd", "idem", "scenarios", "testdata"}
+
+// WalkModule walks the module whose folder is root as filepath.WalkDir
+// would, but without listing root itself: each entry of the design card's
+// top level (and .ci, README.md and the Makefile) in turn. A test that
+// listed the module's folder would run again on every make test, as
+// Inputs says.
+func WalkModule(root string, fn fs.WalkDirFunc) error {
+	for _, top := range append(slices.Clone(moduleTop), ".ci", "README.md", "Makefile") {
+		err := filepath.WalkDir(filepath.Join(root, top), fn)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
 
 // Skip skips t, and notes why in the file BANK_SKIPS names, where a run
 // of test binaries sets it (.ci/windows, .ci/as-learner): a test that

@@ -23,17 +23,46 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/names"
 )
 
 //go:embed all:_files
 var files embed.FS
 
+// A Kit is a set of starters, one folder per language under Root in FS:
+// the servers here (Servers), the clients of bank grade client.
+type Kit struct {
+	FS   fs.FS
+	Root string
+	What string // what a starter is, for the announcement ("client"; "" for the servers)
+	// Next is, per language, the command that grades its starter, run in
+	// its folder, and what to have first.
+	Next map[string][2]string
+	// Passes says, after the command, what a first grade shows.
+	Passes string
+}
+
+// Servers are bank grade's starters.
+var Servers = Kit{FS: files, Root: "_files", Next: nextSteps,
+	Passes: "It passes plain and fails the idempotency checks: your work is marked YOUR WORK\nin the code, and its README.md says more."}
+
 // renamed are the names a file is kept under, and the name it is written as.
 var renamed = map[string]string{"go.mod.txt": "go.mod", "go.sum.txt": "go.sum"}
 
-// Languages are the starters there are, in order: go, node, python.
-func Languages() []string {
-	entries, _ := fs.ReadDir(files, "_files") // sorted by name
+// Languages are the servers' starters, in order: go, node, python.
+func Languages() []string { return Servers.Languages() }
+
+// Write writes the server starter in lang into dir (Kit.Write).
+func Write(lang, dir string) ([]string, error) { return Servers.Write(lang, dir) }
+
+// Announce tells what Write wrote (Kit.Announce).
+func Announce(w io.Writer, lang, dir string, files []string) { Servers.Announce(w, lang, dir, files) }
+
+// Languages are the kit's starters, in order of their names.
+func (k Kit) Languages() []string {
+	entries, _ := fs.ReadDir(k.FS, k.Root) // sorted by name
 	var langs []string
 	for _, e := range entries {
 		if e.IsDir() {
@@ -47,13 +76,13 @@ func Languages() []string {
 type file struct{ src, name string }
 
 // starterFiles lists lang's files, in order.
-func starterFiles(lang string) ([]file, error) {
-	if !slices.Contains(Languages(), lang) {
-		return nil, fmt.Errorf("no starter in %q: the languages are %s", lang, strings.Join(Languages(), ", "))
+func (k Kit) starterFiles(lang string) ([]file, error) {
+	if !slices.Contains(k.Languages(), lang) {
+		return nil, fmt.Errorf("no starter in %q: the languages are %s", lang, strings.Join(k.Languages(), ", "))
 	}
-	root := path.Join("_files", lang)
+	root := path.Join(k.Root, lang)
 	var list []file
-	err := fs.WalkDir(files, root, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(k.FS, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -76,11 +105,11 @@ func starterFiles(lang string) ([]file, error) {
 // each is created new (O_EXCL), so a link put in its place meanwhile is
 // never followed. If a write fails half-way, the files written so far are
 // removed.
-func Write(lang, dir string) ([]string, error) {
+func (k Kit) Write(lang, dir string) ([]string, error) {
 	if dir == "" {
 		return nil, errors.New("no folder to write the starter in")
 	}
-	list, err := starterFiles(lang)
+	list, err := k.starterFiles(lang)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +130,7 @@ func Write(lang, dir string) ([]string, error) {
 	var written []string
 	for _, f := range list {
 		target := filepath.Join(dir, filepath.FromSlash(f.name))
-		if err := writeNew(f.src, target); err != nil {
+		if err := k.writeNew(f.src, target); err != nil {
 			for _, w := range written {
 				os.Remove(w)
 			}
@@ -113,8 +142,8 @@ func Write(lang, dir string) ([]string, error) {
 }
 
 // writeNew writes the kept file src to target, which must not exist yet.
-func writeNew(src, target string) error {
-	content, err := files.ReadFile(src)
+func (k Kit) writeNew(src, target string) error {
+	content, err := fs.ReadFile(k.FS, src)
 	if err != nil {
 		return err
 	}
@@ -161,8 +190,8 @@ var nextSteps = map[string][2]string{
 
 // Announce tells the learner what Write wrote into dir, and what to run
 // next there.
-func Announce(w io.Writer, lang, dir string, files []string) {
-	fmt.Fprintf(w, "wrote the %s starter into %s:\n", lang, dir)
+func (k Kit) Announce(w io.Writer, lang, dir string, files []string) {
+	fmt.Fprintf(w, "wrote the %s starter into %s:\n", strings.TrimSpace(lang+" "+k.What), dir)
 	for _, f := range files {
 		rel, err := filepath.Rel(dir, f)
 		if err != nil {
@@ -170,6 +199,34 @@ func Announce(w io.Writer, lang, dir string, files []string) {
 		}
 		fmt.Fprintf(w, "  %s\n", rel)
 	}
-	r := nextSteps[lang]
-	fmt.Fprintf(w, "\nnext, in %s (%s):\n  %s\n\nIt passes plain and fails the idempotency checks: your work is marked YOUR WORK\nin the code, and its README.md says more.\n", dir, r[1], r[0])
+	r := k.Next[lang]
+	fmt.Fprintf(w, "\nnext, in %s (%s):\n  %s\n\n%s\n", dir, r[1], r[0], k.Passes)
+}
+
+// Run is a command's --starter LANG DIR: lang's starter written into the
+// one argument, a folder, and announced on out; dash is where the command
+// line's -- was (-1 for none), and grading the command that grades one
+// ("bank grade", "bank grade client"). Its errors are exitcode's.
+func (k Kit) Run(out io.Writer, lang string, args []string, dash int, grading string) error {
+	what := k.What
+	if what == "" {
+		what = "server"
+	}
+	switch {
+	case dash >= 0:
+		return exitcode.Usagef("--starter writes a %s and grades nothing: drop the command after --, then grade the starter from its folder", what)
+	case len(args) != 1:
+		return exitcode.Usagef("--starter %s needs one folder to write into, such as: %s --starter %s my-%s", lang, grading, lang, what)
+	case !slices.Contains(k.Languages(), lang):
+		return exitcode.Usagef("no starter in %q%s; choose one of %s", lang, names.DidYouMean(lang, k.Languages()), strings.Join(k.Languages(), ", "))
+	}
+	files, err := k.Write(lang, args[0])
+	if errors.Is(err, fs.ErrExist) {
+		return exitcode.Usagef("%v", err)
+	}
+	if err != nil {
+		return exitcode.Envf("writing the %s starter: %v", lang, err)
+	}
+	k.Announce(out, lang, args[0], files)
+	return nil
 }

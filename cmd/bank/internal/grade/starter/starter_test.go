@@ -77,7 +77,7 @@ func TestWriteListsFiles(t *testing.T) {
 		if len(entries) != len(paths) {
 			t.Errorf("%s holds %d entries, want %d: %v", dir, len(entries), len(paths), entries)
 		}
-		list, _ := starterFiles(lang)
+		list, _ := Servers.starterFiles(lang)
 		for _, f := range list {
 			kept, _ := files.ReadFile(f.src)
 			target := filepath.Join(dir, f.name)
