@@ -31,7 +31,10 @@ func mistake(name, why string) Diagnosis {
 
 // diagnose is the run's diagnosis.
 func (r *run) diagnose(rep Report) Diagnosis {
-	return diagnose(r.intents, r.stuck, r.cfg.LockTTL, rep.Violations)
+	r.mu.Lock()
+	events := slices.Clone(r.events)
+	r.mu.Unlock()
+	return diagnose(r.intents, r.stuck, r.cfg.LockTTL, rep.Violations, events)
 }
 
 // The ways two transfers of one intent came about, from the most telling.
@@ -75,7 +78,23 @@ func executions(in *intent) []execution {
 //
 // It is long because it is the ways two transfers of one intent come
 // about, tried from the most telling, each with its evidence in words.
-func diagnose(intents []*intent, stuck []string, ttl time.Duration, violations []string) Diagnosis {
+func diagnose(intents []*intent, stuck []string, ttl time.Duration, violations []string, events []fault) Diagnosis {
+	// died: an attempt the run saw die, not one that only went
+	// unanswered (a client's timeout on a slow replica is not a death):
+	// it got a 5xx, or it was the one a kill or a session's end caught, or
+	// its replica (or the database) was killed while it was in flight.
+	died := func(d attempt) bool {
+		if d.Status >= 500 || d.Kind == "kill" || d.Kind == "session-kill" {
+			return true
+		}
+		for _, e := range events {
+			hit := e.Fault == "database-crash" || (e.Fault == "replica-kill" || e.Fault == "session-kill") && e.Replica != nil && *e.Replica == d.Replica
+			if hit && e.at >= d.sent && e.at <= d.done {
+				return true
+			}
+		}
+		return false
+	}
 	// What the servers kept, over the whole run: a replay, a 409 or a
 	// completed lookup shows a key was kept; one from a replica other than
 	// the one that ran the intent shows the replicas share their keys.
@@ -115,7 +134,7 @@ func diagnose(intents []*intent, stuck []string, ttl time.Duration, violations [
 				if i == j {
 					continue
 				}
-				k, s := pair(in, xs[i], xs[j], ttl, shared)
+				k, s := pair(in, xs[i], xs[j], ttl, shared, died)
 				if k < best {
 					best, story = k, s
 				}
@@ -201,7 +220,7 @@ func diagnose(intents []*intent, stuck []string, ttl time.Duration, violations [
 
 // pair says how the transfers of executions x and y (x's first, when the
 // attempts tell) came about, with the line of evidence.
-func pair(in *intent, x, y execution, ttl time.Duration, shared bool) (int, string) {
+func pair(in *intent, x, y execution, ttl time.Duration, shared bool, died func(attempt) bool) (int, string) {
 	switch {
 	case x.a == nil && y.a == nil:
 		return byUnknown, ""
@@ -212,7 +231,7 @@ func pair(in *intent, x, y execution, ttl time.Duration, shared bool) (int, stri
 		// x's attempt never heard of its transfer: did an attempt die
 		// before y's ran it again?
 		for _, d := range in.attempts {
-			if d.Kind != "lookup" && (d.Network != "" || d.Status >= 500) && d.sent <= y.a.sent && d != *y.a {
+			if d.Kind != "lookup" && (d.Network != "" || d.Status >= 500) && died(d) && d.sent <= y.a.sent && d != *y.a {
 				return byDeath, fmt.Sprintf("transfer %d was made, but %s at replica %d %s, and %s at replica %d made transfer %d", x.t.ID, d.what(), d.Replica, d.fate(), y.a.what(), y.a.Replica, y.t.ID)
 			}
 		}

@@ -122,7 +122,7 @@ func TestDiagnosisFromTheHistory(t *testing.T) {
 		{"no-lock-expiry", []*intent{sharedKeys()}, []string{"torture-1-kill-000010"}, "no-lock-expiry", "torture-1-kill-000010"},
 		{"nothing fits", []*intent{sharedKeys()}, nil, "", "fit none of the lesson's mistakes; seen: 1 transfers belong to no intent"},
 	} {
-		d := diagnose(c.intents, c.stuck, ttl, []string{"1 transfers belong to no intent"})
+		d := diagnose(c.intents, c.stuck, ttl, []string{"1 transfers belong to no intent"}, nil)
 		if d.Mistake != c.want || !strings.Contains(d.Why, c.says) {
 			t.Errorf("%s: diagnosed %q: %s\nwant %q, saying %q", c.name, d.Mistake, d.Why, c.want, c.says)
 		}
@@ -178,5 +178,32 @@ func TestMissingFieldIsNotZero(t *testing.T) {
 	a := attempt{Status: 201, Body: `{"transferId":99,"amountKobo":150}`}
 	if f := books.Answered(in, []audit.Reply{a.reply()}); !f.Holds {
 		t.Errorf("a whole receipt: %s", f.Detail)
+	}
+}
+
+// TestDiagnosisWitnessesDeath: a send that only went unanswered (its
+// client gave up on a slow replica) did not die, and second-transaction is
+// not named from it: under load a no-fencing server's slow request showed
+// that history. With its replica killed while it was in flight, it died.
+func TestDiagnosisWitnessesDeath(t *testing.T) {
+	t.Parallel()
+	history := func() []*intent {
+		return []*intent{
+			hist("torture-1-000016", []int64{21, 22}, noAnswer(at(0, 0, "send", 0, 100)), made(at(1, 0, "retry", 1200, 1210), 22)),
+			sharedKeys(),
+		}
+	}
+	violations := []string{"1 intents moved money twice"}
+	if d := diagnose(history(), nil, time.Second, violations, nil); d.Mistake != "" {
+		t.Errorf("no kill: diagnosed %q: %s, want none", d.Mistake, d.Why)
+	}
+	replica := 0
+	killed := []fault{{Fault: "replica-kill", Replica: &replica, at: 50 * time.Millisecond}}
+	if d := diagnose(history(), nil, time.Second, violations, killed); d.Mistake != "second-transaction" || !strings.Contains(d.Why, "transfer 21 was made") {
+		t.Errorf("its replica killed in flight: diagnosed %q: %s, want second-transaction", d.Mistake, d.Why)
+	}
+	late := []fault{{Fault: "replica-kill", Replica: &replica, at: 500 * time.Millisecond}}
+	if d := diagnose(history(), nil, time.Second, violations, late); d.Mistake != "" {
+		t.Errorf("its replica killed after it ended: diagnosed %q: %s, want none", d.Mistake, d.Why)
 	}
 }
