@@ -14,7 +14,6 @@ package clientgrade
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"io"
 	"slices"
 	"sort"
@@ -24,7 +23,6 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/scenarios/lab/pgserver"
-	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
 //go:embed contract.txt
@@ -134,13 +132,7 @@ func Run(ctx context.Context, cfg Config) (grade.Report, error) {
 		c := checks[j.check]
 		if cfg.Progress != nil {
 			mu.Lock()
-			line := fmt.Sprintf("grade client: %s…", c.Title)
-			if repeat > 1 {
-				line = fmt.Sprintf("grade client: %s (run %d of %d)…", c.Title, j.n+1, repeat)
-			}
-			for _, l := range render.Fold(line, render.Width, "  ") {
-				fmt.Fprintln(cfg.Progress, l)
-			}
+			grade.ProgressLine(cfg.Progress, "grade client", c.Title, j.n, repeat)
 			mu.Unlock()
 		}
 		res, err := runCheck(ctx, &cfg, c, j.n)

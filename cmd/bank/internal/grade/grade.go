@@ -207,13 +207,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		c := checks[j.check]
 		if cfg.Progress != nil {
 			mu.Lock()
-			line := fmt.Sprintf("grade: %s…", c.Title)
-			if repeat > 1 {
-				line = fmt.Sprintf("grade: %s (run %d of %d)…", c.Title, j.n+1, repeat)
-			}
-			for _, l := range render.Fold(line, render.Width, "  ") {
-				fmt.Fprintln(cfg.Progress, l)
-			}
+			ProgressLine(cfg.Progress, "grade", c.Title, j.n, repeat)
 			mu.Unlock()
 		}
 		res, err := runOnce(ctx, &cfg, c, j.n)
@@ -273,6 +267,18 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, firstErr
 	}
 	return rep, ctx.Err()
+}
+
+// ProgressLine says, on w, that a check starts (its run n of repeat, from
+// 0, when repeated), as who ("grade", "grade client") says it, folded.
+func ProgressLine(w io.Writer, who, title string, n, repeat int) {
+	line := fmt.Sprintf("%s: %s…", who, title)
+	if repeat > 1 {
+		line = fmt.Sprintf("%s: %s (run %d of %d)…", who, title, n+1, repeat)
+	}
+	for _, l := range render.Fold(line, render.Width, "  ") {
+		fmt.Fprintln(w, l)
+	}
 }
 
 // runOnce runs a check once; a run whose servers did not last it, or
