@@ -116,6 +116,11 @@ func TestGradeClientCorpus(t *testing.T) {
 			clientGraded(t, "", nil, clientCorpus(t, lang))
 		})
 	}
+	// The lab's own client, graded as a learner's is.
+	t.Run("bank-send", func(t *testing.T) {
+		t.Parallel()
+		clientGraded(t, "", nil, []string{bankBinary(t), "send", "--client-contract"})
+	})
 	// Every check a retry happens in: a new key there is the mistake.
 	retried := []string{"lost-reply", "hung", "busy", "rate-limited", "server-error", "unavailable", "backoff", "give-up", "lookup"}
 	mistakes := []struct {

@@ -30,6 +30,7 @@ type sendFlags struct {
 	deadline, backoff    time.Duration
 	seed                 uint64
 	json                 bool
+	graded               bool // --client-contract: run as bank grade client starts a client
 }
 
 func (a *app) sendCommand() *cobra.Command {
@@ -60,6 +61,9 @@ unknown. The client and the draft: bank help send.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.serverSet = cmd.Flags().Changed("server")
+			if f.graded {
+				return a.sendGraded(cmd)
+			}
 			return a.send(cmd.Context(), f, cmd.Flags().Changed("seed"))
 		},
 	}
@@ -78,7 +82,24 @@ unknown. The client and the draft: bank help send.`,
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for the backoff jitter (default: random)")
 	fl.BoolVar(&f.json, "json", false, `print one JSON object when it is over, with the outcome: made, refused, not_sent or unknown (bank help json: bank.send/v1)`)
 	fl.BoolVar(&f.quotedKey, "quoted-key", false, `send the key as the IETF draft writes it, quoted: Idempotency-Key: "…" (default: bare, as the lesson writes it)`)
+	fl.BoolVar(&f.graded, "client-contract", false, "run as bank grade client --contract says a client runs: the transfer, server, token, draft folder and attempt timeout from its environment, the outcome as its exit status and last line (bank grade client -- bank send --client-contract)")
 	return cmd
+}
+
+// sendGraded is bank send --client-contract: the lab's client as the
+// client grader runs a learner's, everything from the environment.
+func (a *app) sendGraded(cmd *cobra.Command) error {
+	g, err := client.GradedFromEnv(a.getenv)
+	if cmd.Flags().NFlag() > 1 {
+		err = errors.New("it reads everything from the environment: drop the other flags")
+	}
+	if err != nil {
+		return exitcode.Usagef("--client-contract: %v", err)
+	}
+	if code := g.Run(cmd.Context(), a.io.Out, a.io.Err, mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))); code != 0 {
+		return exitcode.Silent{Code: code}
+	}
+	return nil
 }
 
 func (a *app) statePath(flag string) (string, error) {

@@ -63,6 +63,7 @@ one could not tell.`,
 		Example: `  bank grade client --contract
   bank grade client -- node client.mjs
   bank grade client -- python3 client.py
+  bank grade client -- bank send --client-contract   # the lab's own: passes
   bank grade client --starter node my-client   # a client to start from
   bank grade client --only lost-reply,restart -- ./myclient
   bank grade client --repeat 20 -- ./myclient`,
