@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/clientgrade"
+	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
@@ -186,5 +187,66 @@ func TestClientStarters(t *testing.T) {
 			}
 			clientGraded(t, "", fail, client)
 		})
+	}
+}
+
+// TestGradeClientUsage: bank grade client's bad command lines, each one
+// line and exit 2; the workflows grade the client, not a server.
+func TestGradeClientUsage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"grade", "client"}, "name your client's command after --"},
+		{[]string{"grade", "client", "--only", "lookpu", "--", "true"}, `unknown check "lookpu" (did you mean lookup?) in --only`},
+		{[]string{"grade", "client", "--points", "restrat=5", "--", "true"}, `unknown check "restrat" (did you mean restart?) in --points`},
+		{[]string{"grade", "client", "--points", "restart", "--", "true"}, `--points takes NAME=N`},
+		{[]string{"grade", "client", "--html", "-", "--json", "--", "true"}, "--html - and --json both write to standard output"},
+		{[]string{"grade", "client", "--junit", "-", "--json", "--", "true"}, "--junit - writes to standard output"},
+		{[]string{"grade", "client", "--junit", "/dev/null", "--", "true"}, "--junit /dev/null is a device"},
+		{[]string{"grade", "client", "--workflow", "jenkins", "--", "true"}, `no workflow "jenkins": choose actions or classroom`},
+		{[]string{"grade", "client", "--attempt-timeout", "1ms", "--", "true"}, "--attempt-timeout must be between 100ms and 10s"},
+		{[]string{"send", "--client-contract"}, "--client-contract: BANK_URL, BANK_TOKEN and DRAFTS must be set"},
+		{[]string{"send", "--client-contract", "--from", "1"}, "--client-contract: it reads everything from the environment"},
+	} {
+		r := cli(t, nil, c.args...)
+		if r.code != exitcode.Usage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	for kind, want := range map[string]string{
+		"actions":   "bank grade client --junit grade.xml -- node client.mjs",
+		"classroom": "bank grade client --strict --only lookup -- node client.mjs",
+	} {
+		r := cli(t, nil, "grade", "client", "--workflow", kind, "--", "node", "client.mjs")
+		if r.code != exitcode.OK || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "bank grade --") {
+			t.Errorf("--workflow %s: exit %d, no %q in:\n%s", kind, r.code, want, r.stdout)
+		}
+	}
+}
+
+// TestGradeClientFiles: --junit and --html write the client's card: one
+// testcase per check under bank grade client, and a page with each
+// check's diagram of the attempts the front saw.
+func TestGradeClientFiles(t *testing.T) {
+	t.Parallel()
+	graders <- struct{}{}
+	defer func() { <-graders }()
+	dir := t.TempDir()
+	junit, page := filepath.Join(dir, "grade.xml"), filepath.Join(dir, "grade.html")
+	cmd := command(t, pgtest.CacheDir(t), "grade", "client", "--only", "plain,lost-reply", "--junit", junit, "--html", page, "--", bankBinary(t), "send", "--client-contract")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("grade client: %v\n%s", err, out)
+	}
+	x, _ := os.ReadFile(junit)
+	h, _ := os.ReadFile(page)
+	for _, want := range []string{`<testsuite name="bank grade client" tests="2" failures="0"`, `name="ATTEMPT_TIMEOUT_MS"`, `classname="bank.grade.client"`} {
+		if !strings.Contains(string(x), want) {
+			t.Errorf("the JUnit file lacks %q:\n%s", want, x)
+		}
+	}
+	if strings.Count(string(h), "<svg") != 2 || !strings.Contains(string(h), "<title>bank grade client: ") || !strings.Contains(string(h), "front") {
+		t.Errorf("the page has %d diagrams (want 2), or lacks its title or lanes:\n%.2000s", strings.Count(string(h), "<svg"), h)
 	}
 }

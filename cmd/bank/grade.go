@@ -17,10 +17,8 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/card"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/starter"
-	"github.com/zudojs/bank/cmd/bank/internal/htmlpage"
 	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
-	"github.com/zudojs/bank/cmd/bank/internal/outfile"
 )
 
 type gradeFlags struct {
@@ -112,10 +110,6 @@ func (f gradeFlags) check() (map[string]int, error) {
 		return nil, exitcode.Usagef("--lock-ttl must be between 100ms and 1m, such as 2s")
 	case f.startTimeout <= 0:
 		return nil, exitcode.Usagef("--start-timeout must be positive, such as 20s")
-	case f.html == "-" && f.json:
-		return nil, exitcode.Usagef("--html - and --json both write to standard output: give --html a file, such as grade.html")
-	case f.junit == "-" && (f.json || f.html == "-"):
-		return nil, exitcode.Usagef("--junit - writes to standard output, as --json and --html - do: give --junit a file, such as grade.xml")
 	case f.repeat < 1 || f.repeat > 1000:
 		return nil, exitcode.Usagef("--repeat must be between 1 and 1000, such as 20")
 	case f.jobs < 0 || f.jobs > 64:
@@ -131,8 +125,7 @@ func (f gradeFlags) check() (map[string]int, error) {
 
 // grade is bank grade: the flags checked, the outputs (--html, --junit)
 // made first so a bad path is said at once, the database, the run, and the
-// card in every form asked for. It is long because each step is a few lines
-// that undo themselves with defer, and they read best in order.
+// card in every form asked for.
 func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	points, err := f.check()
 	if err != nil {
@@ -147,20 +140,11 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	if err != nil {
 		return err
 	}
-	var junit *outfile.File
-	if f.junit != "" && f.junit != "-" {
-		// Made now, before any check runs, so that a path it cannot
-		// write is said at once; put in place only once it is whole.
-		if junit, err = outfile.Create(f.junit, ".bank-junit-*.xml"); err != nil {
-			return htmlpage.PathError("--junit", "grade.xml", err)
-		}
-		defer junit.Discard()
-	}
-	page, err := htmlpage.Start(f.html, "grade.html", &a.io.Out)
+	files, err := card.OpenFiles(f.junit, f.html, f.json, &a.io.Out)
 	if err != nil {
 		return err
 	}
-	defer page.Discard()
+	defer files.Discard()
 	db, err := a.openDatabaseFor(ctx, grade.Template(), true)
 	if err != nil {
 		return err
@@ -176,40 +160,22 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	start := time.Now()
 	rep, err := grade.Run(ctx, cfg)
 	se, startFailed := grade.IsStartError(err)
-	if err == nil || startFailed {
-		if err := page.WriteWith(func(w io.Writer) error { return card.Page(w, rep, command, f.lockTTL) }); err != nil {
-			return err
-		}
-	}
 	if err != nil && !startFailed {
 		return err
 	}
-	width := a.terminalColumns(leastDiagram) // the diagrams of -v: the terminal's width, else 80
 	// A grade that stopped early (the server would not start) writes what
 	// it has, each output saying it stopped and counting the checks it
 	// never ran; then says why, and exits with its own code.
-	took := time.Since(start)
-	switch {
-	case f.junit == "-":
-		err = card.JUnit(a.io.Out, rep, command, f.lockTTL, took)
-	case junit != nil:
-		if err = card.JUnit(junit, rep, command, f.lockTTL, took); err == nil {
-			if err = junit.Commit(); err != nil {
-				err = htmlpage.PathError("--junit", "grade.xml", err)
-			}
-		}
-	default:
-		err = nil
-	}
-	if err != nil {
+	graded := card.Server(command, f.lockTTL)
+	if err := files.Write(rep, graded, time.Since(start)); err != nil {
 		return err
 	}
 	if f.json {
 		if err := writeJSON(a.io.Out, rep); err != nil {
 			return err
 		}
-	} else if f.junit != "-" {
-		card.Print(a.io.Out, rep, command, f.lockTTL, colour, a.verbose, width)
+	} else if files.CardShown() {
+		card.Print(a.io.Out, rep, graded, colour, a.verbose, a.terminalColumns(leastDiagram)) // the diagrams of -v: the terminal's width, else 80
 	}
 	if startFailed {
 		msg := "bank: " + se.Why
@@ -263,7 +229,7 @@ func (a *app) printWorkflow(f gradeFlags, command []string) error {
 	if err != nil {
 		return err
 	}
-	w, err := card.Workflow(f.workflow, command, points)
+	w, err := card.Workflow(f.workflow, card.Server(command, f.lockTTL), points)
 	if err != nil {
 		return err
 	}
@@ -288,7 +254,7 @@ func checkPoints(pairs []string) (map[string]int, error) {
 			}
 		}
 	}
-	points, err := grade.ParsePoints(pairs)
+	points, err := grade.ParsePoints(pairs, grade.Names())
 	if err != nil {
 		return nil, exitcode.Usagef("--points %v", err)
 	}

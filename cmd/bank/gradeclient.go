@@ -24,10 +24,10 @@ func (a *app) gradeClientCommand() *cobra.Command {
 			return db.forLearner, db.close, nil
 		},
 		Colour: a.colorOn,
-		Card: func(rep grade.Report, command []string, colour bool) {
-			card.Print(a.io.Out, rep, command, 0, colour, a.verbose, a.terminalColumns(leastDiagram))
+		Card: func(rep grade.Report, g card.Graded, colour bool) {
+			card.Print(a.io.Out, rep, g, colour, a.verbose, a.terminalColumns(leastDiagram))
 		},
 		JSON:    func(rep grade.Report) error { return writeJSON(a.io.Out, rep) },
-		Verdict: func(rep grade.Report) error { return gradeVerdict(a, rep, false) },
+		Verdict: func(rep grade.Report, strict bool) error { return gradeVerdict(a, rep, strict) },
 	})
 }

@@ -32,6 +32,7 @@ type attempt struct {
 	Did      string    // what the front did, in words
 	Bank     int       // the status the bank itself answered, when it was sent to the bank
 	Retry    string    // the Retry-After the client was given
+	Answer   string    // the body the client was given
 }
 
 // A fault is what the front does with one POST /transfers.
@@ -61,9 +62,12 @@ type front struct {
 
 	mu       sync.Mutex
 	attempts []*attempt
-	run      int           // the client's current start
-	arrived  chan struct{} // a signal each time an attempt arrives or ends
-	done     chan struct{} // the check is over: held requests let go
+	// dropOthers closes every request but a POST /transfers unanswered
+	// (a lookup, say).
+	dropOthers bool
+	run        int           // the client's current start
+	arrived    chan struct{} // a signal each time an attempt arrives or ends
+	done       chan struct{} // the check is over: held requests let go
 
 	ln net.Listener
 	hs *http.Server
@@ -136,6 +140,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.Run = f.run
 	f.attempts = append(f.attempts, a)
 	post := r.Method == http.MethodPost && r.URL.Path == "/transfers"
+	dropped := !post && f.dropOthers
 	n := 0
 	if post {
 		for _, b := range f.attempts {
@@ -150,8 +155,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.signal()
 
 	flt := fault{}
-	if post {
+	switch {
+	case post:
 		flt = f.plan(n, a)
+	case dropped:
+		flt = fault{kind: drop}
 	}
 	r.Body = readCloser{strings.NewReader(body.String())}
 	switch flt.kind {
@@ -163,6 +171,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.note(a, func() {
 			a.Status, a.Retry, a.Answered, a.Did = flt.status, flt.retry, time.Now(), "answered "+strconv.Itoa(flt.status)+retryWords(flt.retry)+" itself"
+			a.Answer = flt.body
 		})
 		w.WriteHeader(flt.status)
 		fmt.Fprint(w, flt.body)
@@ -194,7 +203,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	f.note(a, func() {
-		a.Bank, a.Status, a.Retry, a.Answered = rec.Code, rec.Code, rec.Header().Get("Retry-After"), time.Now()
+		a.Bank, a.Status, a.Retry, a.Answered, a.Answer = rec.Code, rec.Code, rec.Header().Get("Retry-After"), time.Now(), rec.Body.String()
 		a.Did = fmt.Sprintf("sent to the bank, its answer %d passed on", rec.Code)
 	})
 	w.WriteHeader(rec.Code)

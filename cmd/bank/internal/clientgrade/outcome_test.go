@@ -53,13 +53,6 @@ func TestReadOutcome(t *testing.T) {
 // TestFlat: waits that do not grow are flat; the lesson's, and AWS's full
 // jitter, are not.
 func TestFlat(t *testing.T) {
-	ms := func(v ...int) []time.Duration {
-		var d []time.Duration
-		for _, x := range v {
-			d = append(d, time.Duration(x)*time.Millisecond)
-		}
-		return d
-	}
 	for _, c := range []struct {
 		waits []time.Duration
 		flat  bool
@@ -73,4 +66,36 @@ func TestFlat(t *testing.T) {
 			t.Errorf("flat(%s) = %t, want %t", msList(c.waits), got, c.flat)
 		}
 	}
+}
+
+// TestGrew: a backoff grows through its jitter; a random wait that does
+// not grow does not; on a busy machine one long wait is not enough.
+func TestGrew(t *testing.T) {
+	for _, c := range []struct {
+		waits       []time.Duration
+		quiet, busy bool
+	}{
+		{ms(75, 122, 231, 418, 830, 1620, 3230, 6410), true, true}, // the lesson's: 50·2^n + up to 50
+		{ms(31, 12, 160, 55, 702, 90, 2400, 4100), true, true},     // full jitter: a random part of 50·2^n
+		{ms(189, 73, 58, 157, 207, 120, 240, 66), false, false},    // a random 50 to 250 ms
+		{ms(100, 101, 103, 100, 102, 100, 104, 900), true, false},  // a fixed delay, its last wait held up by the machine
+		{ms(60, 110, 190, 400, 830, 1500, 2000, 2000), true, true}, // capped at 2 s
+		{ms(40, 90, 150, 300), true, true},                         // gave up after four waits
+		{ms(40, 90, 100, 300), true, false},                        // the last alone grew
+	} {
+		if got := grew(c.waits, false); got != c.quiet {
+			t.Errorf("grew(%s) on a quiet machine = %t, want %t", msList(c.waits), got, c.quiet)
+		}
+		if got := grew(c.waits, true); got != c.busy {
+			t.Errorf("grew(%s) on a busy machine = %t, want %t", msList(c.waits), got, c.busy)
+		}
+	}
+}
+
+func ms(v ...int) []time.Duration {
+	var d []time.Duration
+	for _, x := range v {
+		d = append(d, time.Duration(x)*time.Millisecond)
+	}
+	return d
 }

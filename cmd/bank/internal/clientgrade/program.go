@@ -56,6 +56,13 @@ type client struct {
 	stdout *procs.Tail
 	stderr *procs.Tail
 	start  time.Time
+
+	// For the check's diagram: the front it sent through, which of its
+	// runs it was, when the grader killed it, and its outcome.
+	front  *front
+	n      int
+	killed time.Time
+	out    *outcome
 }
 
 // startClient starts the command with the contract's environment.
@@ -91,6 +98,9 @@ func (c *client) exited() <-chan struct{} { return c.child.Exited() }
 // kill ends the client at once (SIGKILL, its whole group), as a phone's
 // battery would, and waits for it.
 func (c *client) kill() {
+	if c.killed.IsZero() {
+		c.killed = time.Now()
+	}
 	c.child.Kill()
 	<-c.child.Exited()
 }
@@ -111,6 +121,7 @@ func (c *client) wait(bound time.Duration) outcome {
 	o.Exited = ended
 	o.Took = time.Since(c.start)
 	o.Output = lastLines(c.stdout.LastLines(6), c.stderr.LastLines(6))
+	c.out = &o
 	return o
 }
 

@@ -19,8 +19,12 @@ const (
 	// flatRatio, are flat: a fixed delay, or none.
 	flatWithin = 20 * time.Millisecond
 	flatRatio  = 1.3
-	// backoffFailures: the backoff check answers this many attempts 503.
-	backoffFailures = 5
+	// backoffFailures: the backoff check answers this many attempts 503,
+	// enough for a backoff's growth to show through its jitter.
+	backoffFailures = 8
+	// growthRatio: the longest of the last third of the waits must be this
+	// many times the longest of the first third.
+	growthRatio = 3
 	// lockstepClients are started lockstepApart from each other in the
 	// lockstep check, and the first lockstepRounds attempts of each are
 	// answered 503.
@@ -42,14 +46,25 @@ const (
 	apartMost  = 30 * time.Millisecond
 )
 
-// grows reports whether every wait is longer than the one before.
-func grows(waits []time.Duration) bool {
-	for i := 1; i < len(waits); i++ {
-		if waits[i] <= waits[i-1] {
-			return false
-		}
+// grew reports whether the waits grew as a backoff's do: the longest of
+// their last third growthRatio times the longest of their first. Jitter
+// may make a wait shorter than the one before (full jitter, a random wait
+// up to a ceiling that doubles, as the lab's own client waits, often
+// does), but not the whole run. On a busy machine, where one wait may be
+// long from the machine's delays alone, two of the last third (of two at
+// least) must be.
+func grew(waits []time.Duration, busy bool) bool {
+	k := max(1, (len(waits)+1)/3)
+	early := slices.Max(waits[:k])
+	if busy {
+		k = max(k, 2)
 	}
-	return true
+	late := slices.Sorted(slices.Values(waits[max(0, len(waits)-k):]))
+	long := late[len(late)-1]
+	if busy {
+		long = late[len(late)-2]
+	}
+	return long >= growthRatio*early
 }
 
 // scaled is d stretched by the machine's load factor.
@@ -108,11 +123,11 @@ func backoff(t *trial) {
 	if flat(waits) {
 		t.fail(&mNoBackoff, "the waits after each 503 were %s: they do not grow", msList(waits))
 	}
-	// On a busy machine its own delays can make a fixed delay vary: there,
-	// a pass needs every wait longer than the one before, and the last
-	// three times the first.
-	if pace.Busy() && !(grows(waits) && waits[len(waits)-1] >= 3*waits[0]) {
-		t.unknown("the waits were %s: not flat, but the machine was too busy to tell growth from its own delays", msList(waits))
+	if grew(waits, false) && !grew(waits, pace.Busy()) {
+		t.unknown("the waits were %s: they grew, but only one of the last ones was %d times the first ones, and on a machine this busy one long wait may be the machine's own delay", msList(waits), growthRatio)
+	}
+	if !grew(waits, false) {
+		t.unknown("the waits were %s: not flat, but the last ones were not %d times the first ones: jitter can hide a backoff's growth in a few waits, and a random wait that does not grow is no backoff, so the check cannot tell them apart (a backoff that doubles grows past it within %d failures)", msList(waits), growthRatio, backoffFailures)
 	}
 	intents := []audit.Intent{adaIntent("Ada's tap", 1)}
 	if o.Said == "unknown" {

@@ -28,14 +28,16 @@ const runBound = 75 * time.Second
 // trial is one run of one check: a fresh bank, the front the check
 // plans, the client's runs, and the card's line being written.
 type trial struct {
-	ctx    context.Context
-	cfg    *Config
-	pool   *pgxpool.Pool
-	bank   *api.Server
-	drafts string
-	fronts []*front
-	res    grade.Result
-	done   bool
+	ctx     context.Context
+	cfg     *Config
+	pool    *pgxpool.Pool
+	bank    *api.Server
+	drafts  string
+	fronts  []*front
+	clients []*client // every run of the client, in order
+	started time.Time // when the check began: its diagram's clock starts there
+	res     grade.Result
+	done    bool
 	// timeout is the ATTEMPT_TIMEOUT_MS given to every run of the check:
 	// the grade's, stretched by the machine's load when the first run
 	// started.
@@ -62,7 +64,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 		return res, err
 	}
 	defer os.RemoveAll(drafts)
-	t := &trial{ctx: ctx, cfg: cfg, pool: pool, drafts: drafts,
+	t := &trial{ctx: ctx, cfg: cfg, pool: pool, drafts: drafts, started: time.Now(),
 		res: grade.Result{Name: c.Name, Title: c.Title, Required: c.Required, See: c.See, Writes: -1, Evidence: []string{}}}
 	t.bank = &api.Server{Transfers: &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: 2 * time.Second}},
 		DB: pool, Keys: pool, Tokens: api.Tokens, Now: time.Now}
@@ -81,6 +83,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 		}()
 		c.run(t)
 	}()
+	t.res.Recording = t.drawing(c)
 	if ctx.Err() != nil {
 		return t.res, ctx.Err()
 	}
@@ -113,6 +116,7 @@ func (t *trial) launch(f *front, body string, from int64, drafts string) *client
 	}
 	f.mu.Lock()
 	f.run++
+	n := f.run
 	f.mu.Unlock()
 	// On a busy machine a client may take longer than the timeout just
 	// to send its request and read the answer: the bound given stretches
@@ -127,6 +131,8 @@ func (t *trial) launch(f *front, body string, from int64, drafts string) *client
 		"BANK_URL": f.URL(), "BANK_TOKEN": tokenOf[from], "TRANSFER": body, "DRAFTS": drafts,
 		"ATTEMPT_TIMEOUT_MS": strconv.FormatInt(t.timeout.Milliseconds(), 10)})
 	t.must(err)
+	c.front, c.n = f, n
+	t.clients = append(t.clients, c)
 	return c
 }
 

@@ -14,10 +14,12 @@
 package grade
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -346,7 +348,7 @@ func Merge(runs []*Result) (Result, bool) {
 		}
 		switch {
 		case failed > 0:
-			res.Why = fmt.Sprintf("failed %d of %d runs%s; the first that failed: %s", failed, len(runs), others, res.Why)
+			res.Why = fmt.Sprintf("failed %d of %d runs%s%s; the first that failed: %s", failed, len(runs), others, namedApart(runs), res.Why)
 		case passed < len(runs) && passed > 0:
 			res.Why = fmt.Sprintf("passed %d of %d runs%s: %s", passed, len(runs), map[bool]string{true: others, false: " (not applicable in the others)"}[unknown > 0], res.Why)
 		default:
@@ -356,9 +358,28 @@ func Merge(runs []*Result) (Result, bool) {
 	return res, true
 }
 
-// ParsePoints reads NAME=N pairs (--points): what each named check is
-// worth, 0 to 1000.
-func ParsePoints(pairs []string) (map[string]int, error) {
+// namedApart says how many failed runs named each mistake, when they did
+// not all name the same: "", when they did.
+func namedApart(runs []*Result) string {
+	named := map[string]int{}
+	for _, r := range runs {
+		if r.Verdict == Fail {
+			named[cmp.Or(r.Mistake, "no mistake named")]++
+		}
+	}
+	if len(named) < 2 {
+		return ""
+	}
+	var each []string
+	for _, m := range slices.Sorted(maps.Keys(named)) {
+		each = append(each, fmt.Sprintf("%s in %d", m, named[m]))
+	}
+	return " (" + strings.Join(each, ", ") + ")"
+}
+
+// ParsePoints reads NAME=N pairs (--points): what each named check, one
+// of checks, is worth, 0 to 1000.
+func ParsePoints(pairs, checks []string) (map[string]int, error) {
 	points := map[string]int{}
 	for _, p := range pairs {
 		name, n, ok := strings.Cut(p, "=")
@@ -366,8 +387,8 @@ func ParsePoints(pairs []string) (map[string]int, error) {
 		if !ok || err != nil || worth < 0 || worth > 1000 {
 			return nil, fmt.Errorf("takes NAME=N with N a whole number from 0 to 1000, such as crash=5: got %q", p)
 		}
-		if !slices.Contains(Names(), name) {
-			return nil, fmt.Errorf("names an unknown check %q; checks: %s", name, strings.Join(Names(), ", "))
+		if !slices.Contains(checks, name) {
+			return nil, fmt.Errorf("names an unknown check %q; checks: %s", name, strings.Join(checks, ", "))
 		}
 		points[name] = worth
 	}

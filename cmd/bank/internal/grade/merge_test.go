@@ -10,10 +10,19 @@ func results(verdicts ...string) []*Result {
 	return rs
 }
 
+// named gives each run its mistake.
+func named(rs []*Result, mistakes ...string) []*Result {
+	for i, m := range mistakes {
+		rs[i].Mistake = m
+	}
+	return rs
+}
+
 // TestMergeRepeatedRuns: --repeat's line for a check is a failure if any
 // run failed, with how many and the first failure's evidence; a pass if
 // any passed and none failed; n/a only if none applied; and a run missing
-// (the grade ended) leaves the check out.
+// (the grade ended) leaves the check out. Failures that name different
+// mistakes say how many named each.
 func TestMergeRepeatedRuns(t *testing.T) {
 	for _, c := range []struct {
 		runs           []*Result
@@ -28,6 +37,8 @@ func TestMergeRepeatedRuns(t *testing.T) {
 		{results(NA, NA), NA, "not applicable in all 2 runs: n/a in run 1", "run 1", 2, 0, true},
 		{results(Fail), Fail, "fail in run 1", "run 1", 1, 1, true},
 		{append(results(Pass), nil), "", "", "", 0, 0, false},
+		{named(results(Fail, Fail, Fail), "no-backoff", "", "no-backoff"), Fail, "failed 3 of 3 runs (no mistake named in 1, no-backoff in 2); the first that failed: fail in run 1", "run 1", 3, 3, true},
+		{named(results(Fail, Pass, Fail), "lockstep", "", "lockstep"), Fail, "failed 2 of 3 runs; the first that failed: fail in run 1", "run 1", 3, 2, true},
 	} {
 		got, ok := Merge(c.runs)
 		if ok != c.ok {

@@ -47,24 +47,25 @@ type junitMessage struct {
 	Text    string `xml:",chardata"`
 }
 
-// JUnit writes rep, the report card of a grade of command with lockTTL,
-// as JUnit XML. took is the whole grade's wall time; the checks ran side
+// JUnit writes rep, the report card of g, as JUnit XML. took is the whole grade's wall time; the checks ran side
 // by side, so none has a time of its own.
-func JUnit(w io.Writer, rep grade.Report, command []string, lockTTL, took time.Duration) error {
+func JUnit(w io.Writer, rep grade.Report, g Graded, took time.Duration) error {
 	s := junitSuite{
-		Name: "bank grade", Tests: len(rep.Results), Time: seconds(took),
-		Props: []junitProp{
-			{"command", strings.Join(command, " ")},
-			{"LOCK_TTL_MS", fmt.Sprint(lockTTL.Milliseconds())},
-			{"points", fmt.Sprintf("%d of %d", rep.Points, rep.MaxPoints)},
-		},
+		Name: strings.Join(g.tool(), " "), Tests: len(rep.Results), Time: seconds(took),
+		Props: []junitProp{{"command", g.command()}},
 	}
+	class := strings.Join(g.tool(), ".")
+	for _, given := range g.Given {
+		name, value, _ := strings.Cut(given, "=")
+		s.Props = append(s.Props, junitProp{name, value})
+	}
+	s.Props = append(s.Props, junitProp{"points", fmt.Sprintf("%d of %d", rep.Points, rep.MaxPoints)})
 	for _, r := range rep.Results {
 		title := r.Title
 		if !r.Required {
 			title += " (recommended)"
 		}
-		c := junitCase{Name: r.Name + ": " + title, Classname: "bank.grade", Time: "0", Output: strings.Join(r.Evidence, "\n")}
+		c := junitCase{Name: r.Name + ": " + title, Classname: class, Time: "0", Output: strings.Join(r.Evidence, "\n")}
 		switch r.Verdict {
 		case grade.Fail:
 			s.Failures++
@@ -86,7 +87,7 @@ func JUnit(w io.Writer, rep grade.Report, command []string, lockTTL, took time.D
 	for _, name := range rep.NotRun {
 		s.Tests++
 		s.Skipped++
-		s.Cases = append(s.Cases, junitCase{Name: name, Classname: "bank.grade", Time: "0",
+		s.Cases = append(s.Cases, junitCase{Name: name, Classname: class, Time: "0",
 			Skipped: &junitMessage{Message: "not run: the grade stopped before it: " + rep.Stopped}})
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {

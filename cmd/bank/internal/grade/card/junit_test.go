@@ -19,7 +19,7 @@ func TestJUnitCountsAndMessages(t *testing.T) {
 		{Name: "crash-on-store", Title: "a kill while storing", Required: true, Verdict: grade.NA, Why: "no table of its own"},
 	}}
 	var b strings.Builder
-	if err := JUnit(&b, rep, []string{"node", "server.js"}, 2*time.Second, 1500*time.Millisecond); err != nil {
+	if err := JUnit(&b, rep, Server([]string{"node", "server.js"}, 2*time.Second), 1500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	var s junitSuite

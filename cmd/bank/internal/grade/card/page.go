@@ -3,9 +3,7 @@ package card
 import (
 	"html/template"
 	"io"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/scenarios/lab/render"
@@ -20,12 +18,12 @@ section.check { border-top: 1px solid #ccc; margin-top: 1.5em; } section.check h
 
 var gradePage = template.Must(template.New("grade").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>bank grade: {{.Command}}</title>
+<title>{{.Tool}}: {{.Command}}</title>
 <style>{{.CSS}}</style></head>
 <body>
 <h1>report card for: {{.Command}}</h1>
-<p class="summary">LOCK_TTL_MS={{.TTL}}. {{.Tally}}. verdict: <span class="{{.VerdictClass}}">{{.Verdict}}</span> ({{.VerdictWhy}})</p>
-<p class="note">Each check's diagram is what the grader did and saw, as it happened, the clock counting from the check's start. app is the grader's own client, which also throws the faults (it kills, pauses and restarts the servers) and holds its own locks in PostgreSQL; proxy is the grader's proxy in front of each server, which can lose a reply after the server sent it; server A (and B) are your server's processes.</p>
+<p class="summary">{{if .Given}}{{.Given}}. {{end}}{{.Tally}}. verdict: <span class="{{.VerdictClass}}">{{.Verdict}}</span> ({{.VerdictWhy}})</p>
+<p class="note">{{.Note}}</p>
 <table class="keys card"><tr><th>check</th><th>verdict</th><th>what it throws</th></tr>
 {{range .Checks}}<tr><td><a href="#check-{{.Name}}">{{.Name}}</a></td><td class="{{.Class}}">{{.Mark}}</td><td>{{.Title}}</td></tr>
 {{end}}{{range .NotRun}}<tr><td>{{.}}</td><td class="na">not run</td><td>(the grade stopped before it)</td></tr>
@@ -41,6 +39,12 @@ var gradePage = template.Must(template.New("grade").Parse(`<!DOCTYPE html>
 {{end}}</body></html>
 `))
 
+// pageNote says what the lanes of a check's diagram are.
+var pageNote = map[bool]string{
+	false: "Each check's diagram is what the grader did and saw, as it happened, the clock counting from the check's start. app is the grader's own client, which also throws the faults (it kills, pauses and restarts the servers) and holds its own locks in PostgreSQL; proxy is the grader's proxy in front of each server, which can lose a reply after the server sent it; server A (and B) are your server's processes.",
+	true:  "Each check's diagram is what the grader saw, as it happened, the clock counting from the check's start. client is your client (its runs, and the kill that ends one); front is the grader's front before the bank, which throws the check's fault (a reply lost, an attempt held unanswered, an answer of its own); bank is the lesson's bank, served by the grader.",
+}
+
 // pageCheck is one check as the page shows it.
 type pageCheck struct {
 	Name, Title, Verdict, Mark, Class string
@@ -50,19 +54,18 @@ type pageCheck struct {
 	SVG                               template.HTML
 }
 
-// Page writes rep, the report card of a grade of command with lockTTL,
-// as one self-contained web page: the card, then each check with its
+// Page writes rep, the report card of g, as one self-contained web page: the card, then each check with its
 // verdict, why, the mistake a failure looks like and where to see it
 // done right, its diagram (as SVG, drawn by render as the scenarios' are)
 // and its evidence. Nothing is fetched.
-func Page(w io.Writer, rep grade.Report, command []string, lockTTL time.Duration) error {
+func Page(w io.Writer, rep grade.Report, g Graded) error {
 	data := struct {
 		CSS                               template.CSS
-		Command, TTL, Tally               string
+		Tool, Command, Given, Tally, Note string
 		Verdict, VerdictWhy, VerdictClass string
 		Checks                            []pageCheck
 		NotRun                            []string
-	}{CSS: template.CSS(render.PageCSS + pageCSS), Command: strings.Join(command, " "), TTL: strconv.FormatInt(lockTTL.Milliseconds(), 10),
+	}{CSS: template.CSS(render.PageCSS + pageCSS), Tool: strings.Join(g.tool(), " "), Command: g.command(), Given: strings.Join(g.Given, " "), Note: pageNote[g.Client],
 		Tally: tally(rep), NotRun: rep.NotRun, VerdictClass: map[bool]string{true: "holds", false: "broken"}[rep.Verdict == grade.Pass]}
 	data.Verdict, data.VerdictWhy = verdict(rep)
 	for _, r := range rep.Results {

@@ -19,7 +19,7 @@ func TestPageEscapes(t *testing.T) {
 		{Kind: "message", From: "server A", To: "proxy", Text: `201 <script>alert(1)</script>`, Clock: "0.0 s"},
 	}}
 	var page strings.Builder
-	if err := Page(&page, grade.Report{Results: []grade.Result{res}}, []string{"./server"}, 2*time.Second); err != nil {
+	if err := Page(&page, grade.Report{Results: []grade.Result{res}}, Server([]string{"./server"}, 2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"<script>", "<img"} {

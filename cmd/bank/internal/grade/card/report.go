@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/fatih/color"
@@ -18,14 +17,12 @@ import (
 	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
-// Print prints rep, the report card of a grade of command with lockTTL
-// (0 for a client's grade, which gives none):
-// one line per check, and for each failure the mistake it looks like,
+// Print prints rep, the report card of g: one line per check, and for each failure the mistake it looks like,
 // where to see it done right, and the evidence (for every check when
 // verbose), every line folded at spaces to width columns (render.Width
 // when 0), under its own text. When verbose, each failure's diagram
 // follows its evidence, drawn in width columns.
-func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duration, colour, verbose bool, width int) {
+func Print(w io.Writer, rep grade.Report, g Graded, colour, verbose bool, width int) {
 	if len(rep.Results) == 0 {
 		return
 	}
@@ -49,9 +46,9 @@ func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duratio
 			fmt.Fprintln(w, l)
 		}
 	}
-	head := "report card for: " + strings.Join(command, " ")
-	if lockTTL > 0 { // a server's grade; a client's has no lock of its own
-		head += fmt.Sprintf("   (LOCK_TTL_MS=%d)", lockTTL.Milliseconds())
+	head := "report card for: " + g.command()
+	if len(g.Given) > 0 {
+		head += "   (" + strings.Join(g.Given, " ") + ")"
 	}
 	say(head, "  ", "", nil)
 	fmt.Fprintln(w)
@@ -84,7 +81,7 @@ func Print(w io.Writer, rep grade.Report, command []string, lockTTL time.Duratio
 	}
 	if seen := observed(rep); seen != "" {
 		fmt.Fprintln(w)
-		say("what your server did: "+seen, "  ", "", nil)
+		say("what your "+g.of()+" did: "+seen, "  ", "", nil)
 	}
 	fmt.Fprintln(w)
 	say(tally(rep), "  ", "", nil)

@@ -8,8 +8,6 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/zudojs/bank/cmd/bank/internal/grade"
 )
 
 // Workflows are the CI files bank grade --workflow writes for a learner's
@@ -18,8 +16,8 @@ import (
 // one test per check with its points (a check passes, or earns nothing).
 var Workflows = []string{"actions", "classroom"}
 
-// Workflow is the workflow of kind for grading command (a shell line is
-// made of it) in the repository's root, each check worth points[name]
+// Workflow is the workflow of kind for grading g's command (a shell line
+// is made of it) in the repository's root, each check worth points[name]
 // (1 unless named).
 //
 // The file is built as data and written by yaml.v3, so that no name,
@@ -27,15 +25,16 @@ var Workflows = []string{"actions", "classroom"}
 // the YAML; the command inside it is quoted for a POSIX shell by
 // shellQuote. Every line fits 80 columns, as yamllint asks: a long
 // command is a literal block, folded between words with a backslash.
-func Workflow(kind string, command []string, points map[string]int) (string, error) {
+func Workflow(kind string, g Graded, points map[string]int) (string, error) {
+	command, tool := g.Command, strings.Join(g.tool(), " ")
 	var head string
 	var doc *yaml.Node
 	switch kind {
 	case "actions":
-		head = ".github/workflows/grade.yml: bank grade on every push, the report card\nin the job's log and each check as a test in the run's summary."
-		steps := firstSteps(command)
+		head = ".github/workflows/grade.yml: " + tool + " on every push, the report\ncard in the job's log and each check as a test in the run's summary."
+		steps := firstSteps(g)
 		steps = append(steps,
-			mapping("name", "bank grade", "run", commandBlock(append([]string{"bank", "grade", "--junit", "grade.xml", "--"}, command...), stepIndent)),
+			mapping("name", tool, "run", commandBlock(append(g.tool(), append([]string{"--junit", "grade.xml", "--"}, command...)...), stepIndent)),
 			mapping("name", "publish the checks", "if", "success() || failure()", "uses", "mikepenz/action-junit-report@v5",
 				"with", mapping("report_paths", "grade.xml", "include_passed", true)))
 		doc = mapping(
@@ -47,17 +46,17 @@ func Workflow(kind string, command []string, points map[string]int) (string, err
 				"timeout-minutes", 15,
 				"steps", sequence(steps...))))
 	case "classroom":
-		head = ".github/workflows/classroom.yml: GitHub Classroom's autograding, one test\nper check of bank grade, each worth its points when it passes."
-		steps := firstSteps(command)
+		head = ".github/workflows/classroom.yml: GitHub Classroom's autograding, one test\nper check of " + tool + ", each worth its points when it passes."
+		steps := firstSteps(g)
 		var ids []string
 		env := mapping()
-		for _, c := range grade.Checks {
+		for _, c := range g.Checks {
 			worth, ok := points[c.Name]
 			if !ok {
 				worth = 1
 			}
 			ids = append(ids, c.Name)
-			args := append([]string{"bank", "grade", "--strict", "--only", c.Name, "--"}, command...)
+			args := append(g.tool(), append([]string{"--strict", "--only", c.Name, "--"}, command...)...)
 			step := mapping("name", c.Name, "id", c.Name, "uses", "classroom-resources/autograding-command-grader@v1",
 				"with", mapping("test-name", c.Name, "command", commandBlock(args, withIndent), "timeout", 5, "max-score", worth))
 			step.HeadComment = fold(c.Name+": "+c.Title, 80-stepIndent-len("# "))
@@ -105,24 +104,28 @@ const (
 )
 
 // firstSteps check the repository out and install Node.js, the server's
-// dependencies and bank.
-func firstSteps(command []string) []*yaml.Node {
+// or client's dependencies and bank.
+func firstSteps(g Graded) []*yaml.Node {
 	steps := []*yaml.Node{
 		mapping("uses", "actions/checkout@v4"),
 		mapping("uses", "actions/setup-node@v4", "with", mapping("node-version", 22)),
 	}
-	steps = append(steps, setupSteps(command)...)
+	steps = append(steps, setupSteps(g)...)
 	return append(steps, mapping("name", "install bank (brings its own PostgreSQL)", "run", "npm install -g @zudojs/bank"))
 }
 
-// setupSteps are the steps that install the server's own dependencies, as
-// far as its command tells: npm's for Node.js, psycopg for Python, a
-// build for a program in the repository (the Go starter's ./server).
-func setupSteps(command []string) []*yaml.Node {
+// setupSteps are the steps that install the server's or client's own
+// dependencies, as far as its command tells: npm's for Node.js, Python
+// (and psycopg for a server), a build for a program in the repository
+// (the Go starter's ./server or ./client).
+func setupSteps(g Graded) []*yaml.Node {
+	command, of := g.Command, g.of()
 	prog := filepath.Base(command[0])
 	switch {
 	case prog == "node" || prog == "npm" || prog == "npx":
-		return []*yaml.Node{mapping("name", "the server's dependencies", "run", "npm install")}
+		return []*yaml.Node{mapping("name", "the "+of+"'s dependencies", "run", "npm install")}
+	case strings.HasPrefix(prog, "python") && g.Client: // the starter needs the standard library only
+		return []*yaml.Node{mapping("uses", "actions/setup-python@v5", "with", mapping("python-version", "3.12"))}
 	case strings.HasPrefix(prog, "python"):
 		return []*yaml.Node{
 			mapping("uses", "actions/setup-python@v5", "with", mapping("python-version", "3.12")),
@@ -131,7 +134,7 @@ func setupSteps(command []string) []*yaml.Node {
 	case strings.HasPrefix(command[0], "./"):
 		return []*yaml.Node{
 			mapping("uses", "actions/setup-go@v5", "with", mapping("go-version", "stable")),
-			mapping("name", "build the server (for a Go server; change it for another language)",
+			mapping("name", "build the "+of+" (for a Go "+of+"; change it for another language)",
 				"run", commandBlock([]string{"go", "build", "-o", command[0][2:], "."}, stepIndent)),
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
@@ -30,7 +31,7 @@ type workflowFile struct {
 
 func parseWorkflow(t *testing.T, kind string, command []string, points map[string]int) workflowFile {
 	t.Helper()
-	text, err := Workflow(kind, command, points)
+	text, err := Workflow(kind, Server(command, 2*time.Second), points)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestActionsWorkflow(t *testing.T) {
 			t.Errorf("%s: the JUnit file is not published", cmd)
 		}
 	}
-	if _, err := Workflow("jenkins", []string{"x"}, nil); err == nil {
+	if _, err := Workflow("jenkins", Server([]string{"x"}, time.Second), nil); err == nil {
 		t.Error("an unknown workflow was written")
 	}
 }
@@ -169,7 +170,7 @@ func TestWorkflowAwkwardNames(t *testing.T) {
 	var files []string
 	for i, command := range awkward {
 		for _, kind := range Workflows {
-			text, err := Workflow(kind, command, map[string]int{"crash": 5})
+			text, err := Workflow(kind, Server(command, 2*time.Second), map[string]int{"crash": 5})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,50 @@
+package card
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
+)
+
+// Graded is what a card is the grade of: a learner's server (bank grade)
+// or client (bank grade client), its command, and what it was given.
+type Graded struct {
+	Client  bool     // bank grade client's card, not bank grade's
+	Command []string // the command graded
+	Given   []string // what its environment was given, as NAME=VALUE
+	// Checks are the grader's checks, by name and title, for the
+	// workflows' tests.
+	Checks []Listed
+}
+
+// Listed is a check as the workflows list it.
+type Listed struct{ Name, Title string }
+
+// Server is bank grade's card of command, given lockTTL.
+func Server(command []string, lockTTL time.Duration) Graded {
+	g := Graded{Command: command, Given: []string{fmt.Sprintf("LOCK_TTL_MS=%d", lockTTL.Milliseconds())}}
+	for _, c := range grade.Checks {
+		g.Checks = append(g.Checks, Listed{c.Name, c.Title})
+	}
+	return g
+}
+
+// tool is the command that grades: bank grade, or bank grade client.
+func (g Graded) tool() []string {
+	if g.Client {
+		return []string{"bank", "grade", "client"}
+	}
+	return []string{"bank", "grade"}
+}
+
+// of is what was graded, in a word: server or client.
+func (g Graded) of() string {
+	if g.Client {
+		return "client"
+	}
+	return "server"
+}
+
+func (g Graded) command() string { return strings.Join(g.Command, " ") }
