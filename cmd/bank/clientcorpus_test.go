@@ -21,7 +21,7 @@ import (
 
 // bank grade client is a judge too, proven on clients its author did not
 // write: testdata/clients holds clients written from bank grade client
-// --contract alone, by other hands, in Python, Node.js and Perl. The
+// --contract alone, by other hands, in Python, Node.js, Perl and Go. The
 // correct ones must pass every check; each mistake (CLIENT_MISTAKE) must
 // fail the checks it breaks, naming it, and pass the rest. make test
 // grades each once; BANK_CORPUS_RUNS=20 grades each 20 times.
@@ -30,17 +30,32 @@ import (
 // PATH, and its program.
 func clientCorpus(t *testing.T, lang string) []string {
 	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "clients", lang))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lang == "go" {
+		return []string{goBuild(t, dir)}
+	}
 	file := map[string]string{"python": "client.py", "node": "client.mjs", "perl": "client.pl"}[lang]
 	interp := map[string]string{"python": "python3", "node": "node", "perl": "perl"}[lang]
 	path, err := exec.LookPath(interp)
 	if err != nil {
 		corpusMissing(t, "no %s on PATH, for testdata/clients/%s", interp, lang)
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "clients", lang))
-	if err != nil {
-		t.Fatal(err)
-	}
 	return []string{path, filepath.Join(dir, file)}
+}
+
+// goBuild builds the Go program in dir, and returns its path.
+func goBuild(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "client")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build in %s: %v\n%s", dir, err, out)
+	}
+	return bin
 }
 
 // gradeClient grades a client on every check, CLIENT_MISTAKE=mistake in
@@ -111,7 +126,7 @@ var timing = []string{"hung", "backoff", "lockstep"}
 
 func TestGradeClientCorpus(t *testing.T) {
 	t.Parallel()
-	for _, lang := range []string{"python", "node", "perl"} {
+	for _, lang := range []string{"python", "node", "perl", "go"} {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
 			clientGraded(t, "", nil, clientCorpus(t, lang))
@@ -174,12 +189,7 @@ func TestClientStarters(t *testing.T) {
 			var client []string
 			switch lang {
 			case "go":
-				build := exec.Command("go", "build", "-o", "client", ".")
-				build.Dir = dir
-				if out, err := build.CombinedOutput(); err != nil {
-					t.Fatalf("go build: %v\n%s", err, out)
-				}
-				client = []string{filepath.Join(dir, "client")}
+				client = []string{goBuild(t, dir)}
 			case "node":
 				client = append(clientCorpus(t, "node")[:1], filepath.Join(dir, "client.mjs"))
 			case "python":

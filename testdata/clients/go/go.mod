@@ -1,0 +1,3 @@
+module bankclient
+
+go 1.25.0
