@@ -16,8 +16,6 @@ import (
 	_ "embed"
 	"io"
 	"slices"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/zudojs/bank/bank/api"
@@ -82,106 +80,17 @@ var (
 )
 
 // Run grades the client: every check, each Repeat times on a fresh bank,
-// Jobs at a time, the slow ones first. It is long because it is one
-// scheduler (the queue, its order, the workers, the card), which reads
-// best whole.
+// Jobs at a time, the slow ones first (grade.Schedule).
 func Run(ctx context.Context, cfg Config) (grade.Report, error) {
 	var checks []Check
+	p := grade.Plan{Tool: "grade client", Slow: slow, Alone: alone, Repeat: cfg.Repeat, Jobs: cfg.Jobs, Points: cfg.Points, Progress: cfg.Progress}
 	for _, c := range Checks {
 		if len(cfg.Only) == 0 || slices.Contains(cfg.Only, c.Name) {
 			checks = append(checks, c)
+			p.Names, p.Titles = append(p.Names, c.Name), append(p.Titles, c.Title)
 		}
 	}
-	repeat, jobs := max(1, cfg.Repeat), cfg.Jobs
-	if jobs <= 0 {
-		jobs = grade.DefaultJobs()
-	}
-	type job struct{ check, n int }
-	var queue []job
-	runs := make([][]*grade.Result, len(checks))
-	for i := range checks {
-		runs[i] = make([]*grade.Result, repeat)
-		for n := range repeat {
-			queue = append(queue, job{i, n})
-		}
-	}
-	rank := func(j job) int {
-		if i := slices.Index(slow, checks[j.check].Name); i >= 0 {
-			return i
-		}
-		return len(slow)
-	}
-	var last []job
-	queue = slices.DeleteFunc(queue, func(j job) bool {
-		if slices.Contains(alone, checks[j.check].Name) {
-			last = append(last, j)
-			return true
-		}
-		return false
+	return grade.Schedule(ctx, p, func(ctx context.Context, i, n int) (grade.Result, error) {
+		return runCheck(ctx, &cfg, checks[i], n)
 	})
-	sort.SliceStable(queue, func(a, b int) bool { return rank(queue[a]) < rank(queue[b]) })
-
-	var mu sync.Mutex
-	var firstErr error
-	stopped := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return firstErr != nil || ctx.Err() != nil
-	}
-	do := func(j job) {
-		c := checks[j.check]
-		if cfg.Progress != nil {
-			mu.Lock()
-			grade.ProgressLine(cfg.Progress, "grade client", c.Title, j.n, repeat)
-			mu.Unlock()
-		}
-		res, err := runCheck(ctx, &cfg, c, j.n)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		if err == nil {
-			runs[j.check][j.n] = &res
-		}
-	}
-	work := make(chan job)
-	var wg sync.WaitGroup
-	for range min(jobs, max(1, len(queue))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				do(j)
-			}
-		}()
-	}
-	for _, j := range queue {
-		if stopped() {
-			break
-		}
-		work <- j
-	}
-	close(work)
-	wg.Wait()
-	for _, j := range last {
-		if stopped() {
-			break
-		}
-		do(j)
-	}
-
-	rep := grade.Report{NotRun: []string{}}
-	for i := range checks {
-		if r, ok := grade.Merge(runs[i]); ok {
-			rep.Results = append(rep.Results, r)
-		} else {
-			rep.NotRun = append(rep.NotRun, checks[i].Name)
-		}
-	}
-	grade.Score(&rep, cfg.Points)
-	if firstErr != nil {
-		return rep, firstErr
-	}
-	return rep, ctx.Err()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/zudojs/bank/bank/audit"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
+	"github.com/zudojs/bank/cmd/bank/internal/served"
 )
 
 // runCheck runs check c once: its run n of the grade (0 for the first).
@@ -130,11 +131,11 @@ func (e *unsureError) Error() string { return e.why }
 func (t *trial) serversHeld() error {
 	for i, in := range t.servers {
 		select {
-		case <-in.g.Exited():
-			return &unsureError{fmt.Sprintf("%s exited during the check (%s); its last output: %s", serverName(i), exitStatus(in.g.Err()), in.output.LastLines(5))}
+		case <-in.Child.Exited():
+			return &unsureError{fmt.Sprintf("%s exited during the check (%s); its last output: %s", serverName(i), exitStatus(in.Child.Err()), in.Output.LastLines(5))}
 		default:
 		}
-		if owned, known := listenedBy(in.g.PID(), in.port); known && !owned {
+		if owned, known := served.ListenedBy(in.Child.PID(), in.Port); known && !owned {
 			return &unsureError{fmt.Sprintf("another program answered on %s's port", serverName(i))}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,132 +16,49 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
-	"github.com/zudojs/bank/cmd/bank/internal/pace"
-	"github.com/zudojs/bank/scenarios/lab/procs"
+	"github.com/zudojs/bank/cmd/bank/internal/served"
 )
 
 // StartError is a server that exited before it listened, or never
 // listened: an environment failure, not a verdict on its idempotency.
-type StartError struct {
-	Why    string // what went wrong
-	Stderr string // the last lines the server wrote
-	Busy   bool   // the machine was too busy to tell: the server never listened, but was still at work
-}
+type StartError = served.StartError
 
-func (e *StartError) Error() string { return e.Why }
-
-// instance is one process of the learner's server, with everything it
-// starts, listening on a port of the grader's choosing.
+// instance is one process of the learner's server (package served), on
+// the check's database.
 type instance struct {
-	cfg    *Config
-	dbURL  string
-	port   int
-	g      *procs.Child
-	output *procs.Tail
+	*served.Process
+	cfg   *Config
+	dbURL string
 }
 
 // startInstance starts the command with DATABASE_URL, PORT and
 // LOCK_TTL_MS in its environment and waits, bounded, until it listens.
 func startInstance(ctx context.Context, cfg *Config, dbURL string) (*instance, error) {
-	in := &instance{cfg: cfg, dbURL: dbURL}
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if in.port, err = procs.FreePort(); err != nil {
-			return nil, err
-		}
-		if err = in.start(ctx); !errors.Is(err, errPortTaken) {
-			return in, err
-		}
-	}
-	return in, err
+	p, err := served.Start(ctx, served.Spec{Command: cfg.Command, StartTimeout: cfg.StartTimeout,
+		What: "server", Vars: "DATABASE_URL and PORT",
+		Env: []string{"DATABASE_URL=" + dbURL, "LOCK_TTL_MS=" + strconv.FormatInt(cfg.LockTTL.Milliseconds(), 10)}})
+	return &instance{Process: p, cfg: cfg, dbURL: dbURL}, err
 }
 
-// errPortTaken: another program took the port chosen for the server.
-var errPortTaken = errors.New("another program took the port")
-
-func (in *instance) start(ctx context.Context) error {
-	spec := procs.Spec{Path: in.cfg.Command[0], Args: in.cfg.Command[1:], Env: []string{
-		"DATABASE_URL=" + in.dbURL,
-		"PORT=" + strconv.Itoa(in.port),
-		"LOCK_TTL_MS=" + strconv.FormatInt(in.cfg.LockTTL.Milliseconds(), 10)},
-		Group: true, StopGrace: 5 * time.Second}
-	g, err := spec.Start(context.WithoutCancel(ctx)) // the grader kills it itself, when it should
-	in.output = spec.Output
-	if err != nil {
-		return &StartError{Why: fmt.Sprintf("cannot start %s: %v; check the command after --", in.cfg.Command[0], err)}
-	}
-	in.g = g
-	deadline := pace.After(in.cfg.StartTimeout)
-	cpu0, _ := pace.GroupCPU(g.PID())
-	addr := "127.0.0.1:" + strconv.Itoa(in.port)
-	stranger := false // someone else listens on the port
-	for {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			// A connection to a port in the ephemeral range that nobody
-			// listens on can connect to itself (the kernel may pick the
-			// very same port as its source): that is not a server.
-			self := c.LocalAddr().(*net.TCPAddr).Port == in.port
-			c.Close()
-			if !self {
-				owned, known := listenedBy(g.PID(), in.port)
-				if owned || !known {
-					return nil
-				}
-				stranger = true // ours will fail to bind, and exit
-			}
-		}
-		select {
-		case <-g.Exited():
-			if stranger {
-				return errPortTaken
-			}
-			return &StartError{Why: fmt.Sprintf("the server exited (%v) before it listened on its PORT; run it by hand to see why, with DATABASE_URL and PORT set", exitStatus(g.Err())), Stderr: in.output.LastLines(10)}
-		case <-ctx.Done():
-			g.Kill()
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if deadline.Passed() {
-			// Busy, and the server at work (it used the processor), it may
-			// just be slow; idle, it is stuck, however busy the machine.
-			cpu, known := pace.GroupCPU(g.PID())
-			g.Kill()
-			if deadline.Busy() && (!known || cpu-cpu0 >= 100*time.Millisecond) {
-				return &StartError{Busy: true, Stderr: in.output.LastLines(10), Why: fmt.Sprintf("the server did not listen on 127.0.0.1:$PORT within %s%s, and the machine was too busy to tell whether it ever would: grade again when the machine is quieter, or give it longer with --start-timeout", in.cfg.StartTimeout, deadline.Stretched())}
-			}
-			return &StartError{Why: fmt.Sprintf("the server did not listen on 127.0.0.1:$PORT within %s: it must take its port from the PORT variable (or give it longer with --start-timeout)", in.cfg.StartTimeout), Stderr: in.output.LastLines(10)}
-		}
-	}
-}
-
-func exitStatus(err error) string {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ProcessState.String()
-	}
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
-}
+func exitStatus(err error) string { return served.ExitStatus(err) }
 
 // kill ends the server at once (SIGKILL to its whole process group).
-func (in *instance) kill() { in.g.Kill() }
+func (in *instance) kill() { in.Kill() }
 
 // stop ends the server the orderly way (SIGTERM), as a deploy would.
-func (in *instance) stop() { in.g.Stop() }
+func (in *instance) stop() { in.Stop() }
 
 // restart starts it again on the same port. Should another program take
 // the port in the meantime, the check cannot go on: it is run again.
 func (in *instance) restart(ctx context.Context) error {
-	err := in.start(ctx)
-	if errors.Is(err, errPortTaken) {
+	err := in.Restart(ctx)
+	if errors.Is(err, served.ErrPortTaken) {
 		return &unsureError{"another program took the server's port while it restarted"}
 	}
 	return err
 }
 
-func (in *instance) base() string { return "http://127.0.0.1:" + strconv.Itoa(in.port) }
+func (in *instance) base() string { return in.Base() }
 
 // proxy stands between the grader's client and one server instance, and
 // loses replies on demand: it reads the server's whole reply, then closes

@@ -85,11 +85,11 @@ func (t *trial) restart(i int) error {
 }
 
 func (t *trial) pauseServer(i int) error {
-	return t.signal(i, "pause (SIGSTOP)", t.servers[i].g.Pause)
+	return t.signal(i, "pause (SIGSTOP)", t.servers[i].Child.Pause)
 }
 
 func (t *trial) resumeServer(i int) error {
-	return t.signal(i, "resume (SIGCONT)", t.servers[i].g.Resume)
+	return t.signal(i, "resume (SIGCONT)", t.servers[i].Child.Resume)
 }
 
 func (t *trial) signal(i int, what string, send func() error) error {

@@ -1,4 +1,4 @@
-package grade
+package served
 
 import (
 	"bufio"
@@ -8,12 +8,12 @@ import (
 	"strings"
 )
 
-// listenedBy tells whether a process of group pgid is the one listening
+// ListenedBy tells whether a process of group pgid is the one listening
 // on port (known is false when it cannot tell). A port the grader chose
 // as free can be taken by another program before the server binds it;
 // then a connection to it reaches a stranger, and the server under test,
 // unable to bind, exits.
-func listenedBy(pgid, port int) (owned, known bool) {
+func ListenedBy(pgid, port int) (owned, known bool) {
 	inodes := map[string]bool{}
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(table)

@@ -1,4 +1,4 @@
-package grade
+package served
 
 import (
 	"net"
@@ -15,14 +15,14 @@ func TestListenedBy(t *testing.T) {
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	if owned, known := listenedBy(syscall.Getpgrp(), port); !known || !owned {
+	if owned, known := ListenedBy(syscall.Getpgrp(), port); !known || !owned {
 		t.Errorf("this process's own listener: owned %v, known %v", owned, known)
 	}
-	if owned, known := listenedBy(1<<22, port); !known || owned {
+	if owned, known := ListenedBy(1<<22, port); !known || owned {
 		t.Errorf("a group that does not exist: owned %v, known %v", owned, known)
 	}
 	ln.Close()
-	if _, known := listenedBy(syscall.Getpgrp(), port); known {
+	if _, known := ListenedBy(syscall.Getpgrp(), port); known {
 		t.Errorf("a port nobody listens on is reported as known")
 	}
 }
