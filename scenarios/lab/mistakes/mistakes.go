@@ -135,6 +135,36 @@ var Catalogue = []Mistake{
 	{Name: "reused-key", Summary: "one key for two intents",
 		Diagnosis: "one key reused for a new intent: the second transfer the user asked for was answered with the first's receipt, and never made",
 		See:       "bank scenario key-misuse"},
+
+	// The webhook consumer's (bank grade webhook): the outline's inbound
+	// webhooks.
+	{Name: "no-event-dedupe", Summary: "no dedupe on the event id",
+		Diagnosis: "no dedupe on the event id: every delivery of one event credited its payment again, and providers deliver at least once",
+		See:       "bank scenario webhook"},
+	{Name: "no-payment-dedupe", Summary: "no dedupe on the payment a second event is about",
+		Diagnosis: "no dedupe on the payment reference: a second event about the same payment, with an id of its own, credited it again",
+		See:       "bank scenario webhook"},
+	{Name: "dedupe-race", Summary: "a dedupe two deliveries at once both pass",
+		Diagnosis: "a dedupe that two deliveries at once both pass: each looked for the event, found none, and credited; only a unique key in the database stops the second",
+		See:       "bank scenario webhook"},
+	{Name: "event-outside-transaction", Summary: "the event recorded outside the credit's transaction",
+		Diagnosis: "the event recorded outside the credit's transaction: a crash between the two either loses the credit for good (the event says done) or credits twice",
+		See:       "bank scenario webhook"},
+	{Name: "signature-not-checked", Summary: "a webhook's signature not checked",
+		Diagnosis: "the signature not checked: anyone who knows the endpoint's address can credit any account",
+		See:       "bank grade webhook --contract"},
+	{Name: "stale-accepted", Summary: "an old signed delivery accepted",
+		Diagnosis: "the timestamp not checked: a delivery recorded once can be sent again, any time later, and is taken as new",
+		See:       "bank grade webhook --contract"},
+	{Name: "ack-before-commit", Summary: "answering 2xx before the credit commits",
+		Diagnosis: "answered 2xx before the credit committed: the provider takes the event as delivered, and a crash before the commit loses the credit for good",
+		See:       "bank scenario webhook"},
+	{Name: "order-assumed", Summary: "events expected in order",
+		Diagnosis: "events expected in order: an event older than one already processed was skipped, but providers deliver in any order",
+		See:       "bank scenario webhook"},
+	{Name: "duplicate-refused", Summary: "a duplicate delivery answered with an error",
+		Diagnosis: "a duplicate answered with an error, not 2xx: the provider takes it as not delivered and keeps sending it",
+		See:       "bank scenario webhook"},
 }
 
 // Named finds a mistake by its name.

@@ -8,10 +8,11 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 )
 
-// Graded is what a card is the grade of: a learner's server (bank grade)
-// or client (bank grade client), its command, and what it was given.
+// Graded is what a card is the grade of: a learner's server (bank grade),
+// client (bank grade client) or webhook consumer (bank grade webhook), its
+// command, and what it was given.
 type Graded struct {
-	Client  bool     // bank grade client's card, not bank grade's
+	Of      string   // what was graded: "server" (when ""), "client" or "webhook"
 	Command []string // the command graded
 	Given   []string // what its environment was given, as NAME=VALUE
 	// Checks are the grader's checks, by name and title, for the
@@ -31,20 +32,24 @@ func Server(command []string, lockTTL time.Duration) Graded {
 	return g
 }
 
-// tool is the command that grades: bank grade, or bank grade client.
+// tool is the command that grades: bank grade, bank grade client, bank
+// grade webhook.
 func (g Graded) tool() []string {
-	if g.Client {
-		return []string{"bank", "grade", "client"}
+	if g.Of == "" || g.Of == "server" {
+		return []string{"bank", "grade"}
 	}
-	return []string{"bank", "grade"}
+	return []string{"bank", "grade", g.Of}
 }
 
-// of is what was graded, in a word: server or client.
+// of is what was graded, in a word: server, client or consumer.
 func (g Graded) of() string {
-	if g.Client {
-		return "client"
+	switch g.Of {
+	case "":
+		return "server"
+	case "webhook":
+		return "consumer"
 	}
-	return "server"
+	return g.Of
 }
 
 func (g Graded) command() string { return strings.Join(g.Command, " ") }

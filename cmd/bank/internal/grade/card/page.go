@@ -40,9 +40,10 @@ var gradePage = template.Must(template.New("grade").Parse(`<!DOCTYPE html>
 `))
 
 // pageNote says what the lanes of a check's diagram are.
-var pageNote = map[bool]string{
-	false: "Each check's diagram is what the grader did and saw, as it happened, the clock counting from the check's start. app is the grader's own client, which also throws the faults (it kills, pauses and restarts the servers) and holds its own locks in PostgreSQL; proxy is the grader's proxy in front of each server, which can lose a reply after the server sent it; server A (and B) are your server's processes.",
-	true:  "Each check's diagram is what the grader saw, as it happened, the clock counting from the check's start. client is your client (its runs, and the kill that ends one); front is the grader's front before the bank, which throws the check's fault (a reply lost, an attempt held unanswered, an answer of its own); bank is the lesson's bank, served by the grader.",
+var pageNote = map[string]string{
+	"server":   "Each check's diagram is what the grader did and saw, as it happened, the clock counting from the check's start. app is the grader's own client, which also throws the faults (it kills, pauses and restarts the servers) and holds its own locks in PostgreSQL; proxy is the grader's proxy in front of each server, which can lose a reply after the server sent it; server A (and B) are your server's processes.",
+	"client":   "Each check's diagram is what the grader saw, as it happened, the clock counting from the check's start. client is your client (its runs, and the kill that ends one); front is the grader's front before the bank, which throws the check's fault (a reply lost, an attempt held unanswered, an answer of its own); bank is the lesson's bank, served by the grader.",
+	"consumer": "Each check's diagram is what the grader did and saw, as it happened, the clock counting from the check's start. provider is the grader playing the payment provider, which signs and delivers each event; consumer is your program; bank is its database, where the grader holds a transaction at its first write (the gate) and sees what it wrote.",
 }
 
 // pageCheck is one check as the page shows it.
@@ -65,7 +66,7 @@ func Page(w io.Writer, rep grade.Report, g Graded) error {
 		Verdict, VerdictWhy, VerdictClass string
 		Checks                            []pageCheck
 		NotRun                            []string
-	}{CSS: template.CSS(render.PageCSS + pageCSS), Tool: strings.Join(g.tool(), " "), Command: g.command(), Given: strings.Join(g.Given, " "), Note: pageNote[g.Client],
+	}{CSS: template.CSS(render.PageCSS + pageCSS), Tool: strings.Join(g.tool(), " "), Command: g.command(), Given: strings.Join(g.Given, " "), Note: pageNote[g.of()],
 		Tally: tally(rep), NotRun: rep.NotRun, VerdictClass: map[bool]string{true: "holds", false: "broken"}[rep.Verdict == grade.Pass]}
 	data.Verdict, data.VerdictWhy = verdict(rep)
 	for _, r := range rep.Results {

@@ -124,7 +124,7 @@ func setupSteps(g Graded) []*yaml.Node {
 	switch {
 	case prog == "node" || prog == "npm" || prog == "npx":
 		return []*yaml.Node{mapping("name", "the "+of+"'s dependencies", "run", "npm install")}
-	case strings.HasPrefix(prog, "python") && g.Client: // the starter needs the standard library only
+	case strings.HasPrefix(prog, "python") && g.Of == "client": // the starter needs the standard library only
 		return []*yaml.Node{mapping("uses", "actions/setup-python@v5", "with", mapping("python-version", "3.12"))}
 	case strings.HasPrefix(prog, "python"):
 		return []*yaml.Node{

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/hookgrade"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
+	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
+)
+
+// bank grade webhook is a judge too, proven on consumers its author did not
+// write: testdata/webhooks holds consumers written from bank grade webhook
+// --contract alone, by other hands. The correct ones must pass every
+// check; each mistake (CONSUMER_MISTAKE) must fail the checks it breaks,
+// naming it, and pass the rest (but its maybe, which its design may pass
+// or fail by timing). make test grades each once; BANK_CORPUS_RUNS=20
+// grades each 20 times.
+
+// hookCorpus is the consumer of testdata/webhooks/lang, as a command.
+func hookCorpus(t *testing.T, lang string) []string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "webhooks", lang))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch lang {
+	case "python":
+		return []string{python(t), filepath.Join(dir, "consumer.py")}
+	case "go":
+		return []string{goBuild(t, dir)}
+	case "node":
+		return []string{node(t, dir, "pg"), filepath.Join(dir, "consumer.mjs")}
+	}
+	t.Fatalf("no consumer in %s", lang)
+	return nil
+}
+
+// hookGraded grades a consumer BANK_CORPUS_RUNS times (1 unless set), with
+// CONSUMER_MISTAKE=mistake, and fails the test on each run whose card
+// differs from want.
+func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string) {
+	t.Helper()
+	runs, _ := strconv.Atoi(os.Getenv("BANK_CORPUS_RUNS"))
+	runs = max(1, runs)
+	bad := 0
+	var took []time.Duration
+	for i := range runs {
+		start := time.Now()
+		graders <- struct{}{}
+		cmd := command(t, pgtest.CacheDir(t), append([]string{"grade", "webhook", "--json", "--jobs", "4", "--"}, consumer...)...)
+		cmd.Env = append(cmd.Env, "CONSUMER_MISTAKE="+mistake)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		<-graders
+		took = append(took, time.Since(start))
+		var rep grade.Report
+		if jerr := json.Unmarshal(out, &rep); jerr != nil {
+			t.Fatalf("grade webhook %v printed no report (%v, exit %d): %s\n%s", consumer, jerr, exitOf(err), out, stderr.String())
+		}
+		matchesShape(t, "bank.grade/v1", out)
+		if len(rep.Results) != len(hookgrade.Checks) {
+			t.Fatalf("%d results for %d checks:\n%s", len(rep.Results), len(hookgrade.Checks), out)
+		}
+		rep.Results = slices.DeleteFunc(rep.Results, func(r grade.Result) bool { return slices.Contains(want.maybe, r.Name) })
+		if d := deviations(rep, want); len(d) > 0 {
+			bad++
+			t.Errorf("run %d of %d: %s\n%s", i+1, runs, strings.Join(d, "; "), out)
+		}
+	}
+	slices.Sort(took)
+	t.Logf("WEBHOOK CORPUS %s: %d of %d runs as expected; median grade %.1fs (load per core at the end %.1f)",
+		t.Name(), runs-bad, runs, took[len(took)/2].Seconds(), pace.Load())
+}
+
+func TestGradeWebhookCorpus(t *testing.T) {
+	t.Parallel()
+	for _, lang := range []string{"python"} {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			hookGraded(t, "", mistaken{}, hookCorpus(t, lang))
+		})
+	}
+	dup := []string{"redelivered", "lost-ack", "twin", "at-once"}
+	recorded := []string{"plain", "redelivered", "lost-ack", "twin", "at-once", "killed", "slow"}
+	for _, m := range []struct {
+		lang, mistake string
+		want          mistaken
+	}{
+		// Its statement and lock timeouts (2 and 3 s) end a transaction
+		// the grader holds: a copy after that is alone, so at-once may
+		// pass, and slow does.
+		{"python", "no-event-dedupe", mistaken{fail: each(dup[:3], "no-event-dedupe"), maybe: []string{"at-once"}}},
+		{"python", "check-then-insert", mistaken{fail: map[string]string{"at-once": "dedupe-race"}, maybe: []string{"slow"}}},
+		{"python", "event-outside-transaction", mistaken{fail: each(recorded, "event-outside-transaction")}},
+		{"python", "signature-not-checked", mistaken{fail: map[string]string{"forged": "signature-not-checked"}}},
+		{"python", "timestamp-not-checked", mistaken{fail: map[string]string{"stale": "stale-accepted"}}},
+	} {
+		t.Run(m.lang+"/"+m.mistake, func(t *testing.T) {
+			t.Parallel()
+			hookGraded(t, m.mistake, m.want, hookCorpus(t, m.lang))
+		})
+	}
+}
