@@ -46,7 +46,7 @@ func hookCorpus(t *testing.T, lang string) []string {
 // hookGraded grades a consumer BANK_CORPUS_RUNS times (1 unless set), with
 // CONSUMER_MISTAKE=mistake, and fails the test on each run whose card
 // differs from want.
-func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string) {
+func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string, env ...string) {
 	t.Helper()
 	runs, _ := strconv.Atoi(os.Getenv("BANK_CORPUS_RUNS"))
 	runs = max(1, runs)
@@ -56,7 +56,7 @@ func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string) 
 		start := time.Now()
 		graders <- struct{}{}
 		cmd := command(t, pgtest.CacheDir(t), append([]string{"grade", "webhook", "--json", "--jobs", "4", "--"}, consumer...)...)
-		cmd.Env = append(cmd.Env, "CONSUMER_MISTAKE="+mistake)
+		cmd.Env = append(append(cmd.Env, "CONSUMER_MISTAKE="+mistake), env...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -83,7 +83,7 @@ func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string) 
 
 func TestGradeWebhookCorpus(t *testing.T) {
 	t.Parallel()
-	for _, lang := range []string{"python"} {
+	for _, lang := range []string{"python", "node", "go"} {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
 			hookGraded(t, "", mistaken{}, hookCorpus(t, lang))
@@ -103,10 +103,55 @@ func TestGradeWebhookCorpus(t *testing.T) {
 		{"python", "event-outside-transaction", mistaken{fail: each(recorded, "event-outside-transaction")}},
 		{"python", "signature-not-checked", mistaken{fail: map[string]string{"forged": "signature-not-checked"}}},
 		{"python", "timestamp-not-checked", mistaken{fail: map[string]string{"stale": "stale-accepted"}}},
+		{"node", "no-payment-dedupe", mistaken{fail: map[string]string{"twin": "no-payment-dedupe"}}},
+		{"node", "ack-before-commit", mistaken{fail: each([]string{"at-once", "killed", "slow"}, "ack-before-commit")}},
+		{"node", "high-water-mark", mistaken{fail: map[string]string{"out-of-order": "order-assumed"}}},
+		// A copy that finds the first's transaction ended by the
+		// provider's hang-up credits alone, and is not a duplicate.
+		{"node", "duplicate-not-acked", mistaken{fail: each(dup, "duplicate-refused"), maybe: []string{"killed", "slow"}}},
+		{"go", "no-event-dedupe", mistaken{fail: each(append(dup, "slow"), "no-event-dedupe")}},
+		{"go", "event-outside-transaction", mistaken{fail: each(recorded, "event-outside-transaction")}},
+		// Six seconds inside its transaction and no unique key: each
+		// delivery is answered 503 while its credit runs on, and the
+		// provider's redelivery credits again beside it.
+		{"go", "slow-no-lock", mistaken{fail: each([]string{"plain", "redelivered", "lost-ack", "at-once", "out-of-order", "killed", "slow"}, "dedupe-race"), maybe: []string{"twin"}}},
 	} {
 		t.Run(m.lang+"/"+m.mistake, func(t *testing.T) {
 			t.Parallel()
 			hookGraded(t, m.mistake, m.want, hookCorpus(t, m.lang))
+		})
+	}
+}
+
+// TestWebhookStarters: each starter of bank grade webhook --starter,
+// written as a learner gets it, passes what its README says
+// (out-of-order) and fails the rest, naming what it lacks: a record of
+// the events, and the signature's check.
+func TestWebhookStarters(t *testing.T) {
+	t.Parallel()
+	fail := each([]string{"plain", "redelivered", "lost-ack", "twin", "at-once", "killed", "slow"}, "no-event-dedupe")
+	fail["forged"], fail["stale"] = "signature-not-checked", "stale-accepted"
+	for _, lang := range hookgrade.Starters.Languages() {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "my-consumer")
+			if out, err := command(t, pgtest.CacheDir(t), "grade", "webhook", "--starter", lang, dir).CombinedOutput(); err != nil {
+				t.Fatalf("--starter %s: %v\n%s", lang, err, out)
+			}
+			var consumer, env []string
+			switch lang {
+			case "go":
+				consumer = []string{goBuild(t, dir)}
+			case "node":
+				// The corpus server's pg, in place of npm install.
+				modules := filepath.Join("..", "..", "testdata", "grade", "node-server", "node_modules")
+				abs, _ := filepath.Abs(modules)
+				env = []string{"NODE_PATH=" + abs}
+				consumer = []string{node(t, filepath.Dir(abs), "pg"), filepath.Join(dir, "consumer.js")}
+			case "python":
+				consumer = []string{python(t), filepath.Join(dir, "consumer.py")}
+			}
+			hookGraded(t, "", mistaken{fail: fail}, consumer, env...)
 		})
 	}
 }

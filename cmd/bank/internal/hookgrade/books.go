@@ -61,11 +61,7 @@ const (
 func (t *trial) quiet() {
 	deadline, since := pace.After(stillBound), time.Now()
 	for !deadline.Passed() {
-		var busy int
-		t.must(t.db.QueryRow(t.ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-			  AND state IS DISTINCT FROM 'idle'`).Scan(&busy))
-		if busy > 0 {
+		if t.busy() > 0 {
 			since = time.Now()
 		} else if time.Since(since) >= pace.Stretch(quietFor) {
 			return
@@ -184,23 +180,41 @@ func (t *trial) gate() *witness.Gate {
 const heldBound = 10 * time.Second
 
 // waitHeld waits until a transaction of the consumer is held at the gate
-// (true), or p is over (false).
+// (true), or p is over and the consumer's database has been still since
+// (false): a consumer that answers first may write after.
 func (t *trial) waitHeld(g *witness.Gate, p *pending) bool {
-	deadline := pace.After(heldBound)
+	deadline, still := pace.After(heldBound), time.Time{}
 	for {
 		held, err := g.Waiting(t.ctx, t.db)
 		t.must(err)
 		switch {
 		case len(held) > 0:
 			return true
+		case p.answered() && t.busy() == 0:
+			if still.IsZero() {
+				still = time.Now()
+			}
+			if time.Since(still) >= pace.Stretch(quietFor) {
+				return false
+			}
 		case p.answered():
-			return false
+			still = time.Time{}
 		case deadline.Passed():
 			g.Open(t.ctx)
 			t.unknown("the delivery of %s was neither answered nor written within %s", p.d.Event.ID, heldBound)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// busy counts the consumer's sessions at work in its database: running a
+// statement, or in a transaction.
+func (t *trial) busy() int {
+	var n int
+	t.must(t.db.QueryRow(t.ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+		  AND state IS DISTINCT FROM 'idle'`).Scan(&n))
+	return n
 }
 
 // waiting counts the sessions of the consumer's database that wait on a

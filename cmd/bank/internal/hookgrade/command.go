@@ -44,10 +44,12 @@ one could not tell.`,
 		Example: `  bank grade webhook --contract
   bank grade webhook -- node consumer.mjs
   bank grade webhook -- python3 consumer.py
+  bank grade webhook --starter node my-consumer   # a consumer to start from
   bank grade webhook --only twin,killed -- ./consumer
   bank grade webhook --repeat 20 -- ./consumer
   bank grade webhook --junit grade.xml --html grade.html -- ./consumer`,
 		Names: Names, Listed: listed, Contract: Contract, Template: Template(),
+		Starters: &Starters, Starter: "every delivery credited, no signature check and no record of the events yet",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.DurationVar(&startTimeout, "start-timeout", 20*time.Second, "how long the consumer may take to listen on its PORT")
 		},

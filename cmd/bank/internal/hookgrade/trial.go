@@ -188,8 +188,21 @@ func (t *trial) wait(p *pending) delivery {
 	return p.d
 }
 
+// send delivers e as the provider does: again, signed anew, while the
+// answer is a 5xx or none, three times at most. It returns the last
+// delivery.
+func (t *trial) send(e event) delivery {
+	var d delivery
+	for range 3 {
+		if d = t.deliver(e); d.Status != 0 && d.Status < 500 {
+			break
+		}
+	}
+	return d
+}
+
 // settle delivers e again, signed anew, until it is answered 2xx, at
-// most three times, as the provider would: the last delivery.
+// most three times: the last delivery.
 func (t *trial) settle(e event) delivery {
 	var d delivery
 	for range 3 {
