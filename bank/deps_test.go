@@ -171,6 +171,8 @@ func TestDependencyRules(t *testing.T) {
 			"the starters are files written from the contract, their --starter errors exitcode's with names' suggestions; only their tests reach further, grading them with the bank binary on pgtest's caches"},
 		"htmlpage": {[]string{"cmd/bank/internal/exitcode", "cmd/bank/internal/outfile", "scenarios/lab/render"},
 			"the --html page is render's drawing of the runs, written by outfile; a bad path is a usage error"},
+		"hops": {[]string{"cmd/bank/internal/grade", "cmd/bank/internal/outfile", "cmd/bank/internal/exitcode", "scenarios/lab/render"},
+			"the learner's progress is grade's Reports kept by outfile, said folded as render folds; its errors exitcode's"},
 		"httpserve": {nil, "a server's lifetime is net/http's business only"},
 		"labweb": {[]string{"scenarios/lab/render", "scenarios/lab/pgserver/pgtest", "scenarios/lab/procs"},
 			"labweb serves the runs' pictures, drawn by render (its browser tests start bank lab)"},

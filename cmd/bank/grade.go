@@ -17,6 +17,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/card"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/starter"
+	"github.com/zudojs/bank/cmd/bank/internal/hops"
 	"github.com/zudojs/bank/cmd/bank/internal/jsonshape"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
 )
@@ -85,7 +86,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 			return a.grade(cmd.Context(), f, args)
 		},
 	}
-	cmd.AddCommand(a.gradeClientCommand(), a.gradeWebhookCommand())
+	cmd.AddCommand(a.gradeClientCommand(), a.gradeWebhookCommand(), hops.Command(a.io.Out, a.getenv))
 	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the API and database contract the checks hold a server to, and exit")
 	cmd.Flags().StringVar(&f.workflow, "workflow", "", "print a CI file that grades the command after -- in your repository, and exit: actions (GitHub Actions, the checks published from --junit) or classroom (GitHub Classroom's autograding, a test per check worth its --points)")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit 1 when any check fails, the recommended ones too (for a class that grades them)")
@@ -166,6 +167,9 @@ func (a *app) grade(ctx context.Context, f gradeFlags, command []string) error {
 	// A grade that stopped early (the server would not start) writes what
 	// it has, each output saying it stopped and counting the checks it
 	// never ran; then says why, and exits with its own code.
+	if len(f.only) == 0 && !startFailed {
+		hops.Keep(a.getenv, a.io.Err, "server", command, rep)
+	}
 	graded := card.Server(command, f.lockTTL)
 	if err := files.Write(rep, graded, time.Since(start)); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/grade/card"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/gradecmd"
 	"github.com/zudojs/bank/cmd/bank/internal/hookgrade"
+	"github.com/zudojs/bank/cmd/bank/internal/hops"
 	"github.com/zudojs/bank/scenarios/lab/pgserver"
 )
 
@@ -32,6 +33,7 @@ func (a *app) graderHost(tcp bool) gradecmd.Host {
 		},
 		JSON:    func(rep grade.Report) error { return writeJSON(a.io.Out, rep) },
 		Verdict: func(rep grade.Report, strict bool) error { return gradeVerdict(a, rep, strict) },
+		Keep:    func(of string, command []string, rep grade.Report) { hops.Keep(a.getenv, a.io.Err, of, command, rep) },
 	}
 }
 

@@ -40,6 +40,8 @@ type Host struct {
 	// Verdict is the grade's exit, from its report: with strict, a
 	// failed recommended check fails it too.
 	Verdict func(rep grade.Report, strict bool) error
+	// Keep records a whole grade (no --only) for bank grade hops.
+	Keep func(of string, command []string, rep grade.Report)
 }
 
 // Common are the flags every grader takes, as a run needs them.
@@ -204,6 +206,9 @@ func (gr Grader) grading(ctx context.Context, h Host, f flags, c Common) error {
 	rep, err := gr.Run(ctx, c)
 	if err != nil {
 		return err
+	}
+	if len(c.Only) == 0 && h.Keep != nil {
+		h.Keep(gr.Of, c.Command, rep)
 	}
 	g := gr.graded(c.Command)
 	if err := files.Write(rep, g, time.Since(start)); err != nil {
