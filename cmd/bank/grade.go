@@ -86,7 +86,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 			return a.grade(cmd.Context(), f, args)
 		},
 	}
-	cmd.AddCommand(a.gradeClientCommand(), a.gradeWebhookCommand(), hops.Command(a.io.Out, a.getenv))
+	cmd.AddCommand(a.gradeClientCommand(), a.gradeWebhookCommand(), a.gradePayoutCommand(), hops.Command(a.io.Out, a.getenv))
 	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the API and database contract the checks hold a server to, and exit")
 	cmd.Flags().StringVar(&f.workflow, "workflow", "", "print a CI file that grades the command after -- in your repository, and exit: actions (GitHub Actions, the checks published from --junit) or classroom (GitHub Classroom's autograding, a test per check worth its --points)")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit 1 when any check fails, the recommended ones too (for a class that grades them)")

@@ -11,6 +11,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/grade/gradecmd"
 	"github.com/zudojs/bank/cmd/bank/internal/hookgrade"
 	"github.com/zudojs/bank/cmd/bank/internal/hops"
+	"github.com/zudojs/bank/cmd/bank/internal/payoutgrade"
 	"github.com/zudojs/bank/scenarios/lab/pgserver"
 )
 
@@ -41,5 +42,7 @@ func (a *app) graderHost(tcp bool) gradecmd.Host {
 // client never sees a database.
 func (a *app) gradeClientCommand() *cobra.Command { return clientgrade.Command(a.graderHost(false)) }
 
-// gradeWebhookCommand is bank grade webhook (package hookgrade).
+// gradeWebhookCommand is bank grade webhook (package hookgrade), and
+// gradePayoutCommand bank grade payout (package payoutgrade).
 func (a *app) gradeWebhookCommand() *cobra.Command { return hookgrade.Command(a.graderHost(true)) }
+func (a *app) gradePayoutCommand() *cobra.Command  { return payoutgrade.Command(a.graderHost(true)) }

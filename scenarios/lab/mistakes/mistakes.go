@@ -165,6 +165,24 @@ var Catalogue = []Mistake{
 	{Name: "duplicate-refused", Summary: "a duplicate delivery answered with an error",
 		Diagnosis: "a duplicate answered with an error, not 2xx: the provider takes it as not delivered and keeps sending it",
 		See:       "bank scenario webhook"},
+
+	// The payout worker's (bank grade payout): the outline's outbound
+	// calls to the rails.
+	{Name: "new-reference-per-attempt", Summary: "a new reference for every attempt at the rail",
+		Diagnosis: "a new reference per attempt: the rail pays a reference once, and each new one is a new payout",
+		See:       "bank scenario rails"},
+	{Name: "resent-without-asking", Summary: "sending again without asking the rail",
+		Diagnosis: "resent without asking the rail: after an answer that did not say whether the payout was made, the same reference went again before a status enquiry (GET /payouts/REFERENCE)",
+		See:       "bank scenario rails"},
+	{Name: "done-without-rail", Summary: "a payout marked done without the rail's word",
+		Diagnosis: "marked done without the rail's word: a row the rail never paid is closed, and its money never leaves",
+		See:       "bank scenario rails"},
+	{Name: "no-claim", Summary: "two workers on one row",
+		Diagnosis: "no claim on the row: two workers sent it, each under its own reference, and it was paid twice",
+		See:       "bank scenario outbox"},
+	{Name: "reference-not-stored", Summary: "the rail's reference not stored before sending",
+		Diagnosis: "the reference not stored before the first send: a worker killed and started again made a new one, and the rail paid the row twice",
+		See:       "bank scenario rails"},
 }
 
 // Named finds a mistake by its name.

@@ -1,7 +1,7 @@
 // Package hops is the learner's progress through the outline's hops: the
 // places where one key keeps money moving once, as the lab grades them on
 // the learner's own code (the server, the client, the webhook consumer,
-// and, to come, the payout worker). Each whole grade is recorded, the
+// and the payout worker). Each whole grade is recorded, the
 // latest of each hop kept, in a small JSON file of the learner's state
 // folder; bank grade hops reads it and says which hops pass, which are
 // still to do, and the command for the next.
@@ -29,8 +29,8 @@ import (
 type Hop struct {
 	Of    string   // what is graded: server, client, webhook, payout
 	Title string   // the hop, in the outline's words
-	Start []string // the commands to start with, while nothing is graded
-	Ready bool     // the lab grades it
+	Start []string // the commands to start with, while nothing is graded; the story, when not graded
+	Ready bool     // the lab grades it on the learner's code
 }
 
 // Outline is the hops, in the order a payment crosses them.
@@ -38,7 +38,9 @@ var Outline = []Hop{
 	{"server", "the public API: a transfer made once, whatever the retries", []string{"bank grade --contract", "bank grade --starter node my-server"}, true},
 	{"client", "the app: one key per tap, kept with the draft, retried safely", []string{"bank grade client --contract", "bank grade client --starter node my-client"}, true},
 	{"webhook", "inbound webhooks: each payment credited once", []string{"bank grade webhook --contract", "bank grade webhook --starter node my-consumer"}, true},
-	{"payout", "outbound calls to the rails: each payout paid once", nil, false},
+	{"payout", "outbound calls to the rails: each payout paid once", []string{"bank grade payout --contract", "bank grade payout -- node worker.mjs"}, true},
+	{"ledger", "the ledger: one key from the request to its rows", []string{"bank scenario ledger-key"}, false},
+	{"events", "event consumers: each event applied once", []string{"bank scenario consumer"}, false},
 }
 
 // Record is one whole grade of a hop.
@@ -127,7 +129,7 @@ func Print(w io.Writer, recs map[string]Record) {
 		r, graded := recs[h.Of]
 		switch {
 		case !h.Ready:
-			say("    ", "not in the lab yet")
+			say("    ", "not graded on your code; the lab tells its story: "+strings.Join(h.Start, ", "))
 		case !graded:
 			say("    ", "not graded yet; start with:")
 			for _, c := range h.Start {
@@ -190,8 +192,9 @@ func Command(out io.Writer, getenv func(string) string) *cobra.Command {
 		Short: "Say which hops of the outline your own code passes, and what to grade next",
 		Long: `The outline's hops are the places where one key keeps money moving once: the
 public API (your server), the app (your client), inbound webhooks (your
-consumer), outbound calls to the rails (a payout worker, not in the lab yet).
-Every whole grade (bank grade, bank grade client, bank grade webhook, without
+consumer), outbound calls to the rails (your payout worker). Every whole
+grade (bank grade, bank grade client, bank grade webhook, bank grade payout,
+without
 --only) is kept, the latest of each hop, in $XDG_STATE_HOME/bank/grades.json
 (else ~/.local/state/bank/grades.json); bank grade hops says how each went,
 the command that grades it again, and what to do next.`,

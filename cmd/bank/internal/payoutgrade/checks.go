@@ -1,0 +1,259 @@
+package payoutgrade
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
+	"github.com/zudojs/bank/cmd/bank/internal/witness"
+	"github.com/zudojs/bank/scenarios/lab/mistakes"
+)
+
+// The catalogue's mistakes a worker's evidence can fit.
+var (
+	mNewReference = mistakes.Must("new-reference-per-attempt")
+	mResent       = mistakes.Must("resent-without-asking")
+	mDoneEarly    = mistakes.Must("done-without-rail")
+	mNoClaim      = mistakes.Must("no-claim")
+	mNotStored    = mistakes.Must("reference-not-stored")
+	mNoBackoff    = mistakes.Must("no-backoff")
+	mRetried      = mistakes.Must("retried-refusal")
+)
+
+// Checks are the rail's ways of misbehaving, each with what a good worker
+// does, in the order they run.
+var Checks = []Check{
+	{Name: "plain", Title: "three rows: each paid once, under the reference stored in it, and done", Required: true, See: "bank scenario rails", run: plain},
+	{Name: "lost-reply", Title: "the rail pays, and its answer is lost: asked about (GET) before any resend, paid once", Required: true, See: "bank scenario rails", run: thrown(lose)},
+	{Name: "server-error", Title: "the rail pays, then answers 500: asked about before any resend, paid once", Required: true, See: "bank scenario rails", run: thrown(fail500)},
+	{Name: "rail-down", Title: "the rail down for two seconds: rows pending meanwhile, tries spaced out, then paid once", Required: true, See: "bank scenario rails", run: railDown},
+	{Name: "killed", Title: "the worker killed (SIGKILL) at each of its writes, started again: each row paid once", Required: true, See: "bank scenario rails", run: killed},
+	{Name: "two-workers", Title: "two workers at once on ten rows: each row sent by one of them, paid once", Required: true, See: "bank scenario rails", run: twoWorkers},
+	{Name: "refused", Title: "a payout the rail refuses (422): left pending, not sent again (recommended)", See: "bank scenario rails", run: refused},
+}
+
+func plain(t *trial) {
+	t.startWorker()
+	rows := t.add(3)
+	t.waitDone(rows)
+	t.paidOnce(rows)
+	t.noteRail()
+	t.pass("each row paid once, under the reference stored in it, and done")
+}
+
+// firstRow is the amount of the first row a check writes.
+const firstRow = 100_000
+
+// thrown throws kind at the first POST of the first row, and passes the
+// rest.
+func thrown(kind faultKind) func(t *trial) {
+	return func(t *trial) {
+		t.serve(func(c call, n int) faultKind {
+			if c.Kobo == firstRow && n == 1 {
+				return kind
+			}
+			return pass
+		})
+		t.startWorker()
+		rows := t.add(2)
+		t.waitDone(rows)
+		t.paidOnce(rows)
+		t.noteCalls(forRow(t.rail.log(), firstRow))
+		t.pass("the rail's answer to the first row was not one the worker could trust; it asked before sending again, and every row was paid once")
+	}
+}
+
+// downFor is how long the rail is down in rail-down; tightLoop is more
+// tries of one row than a worker that waits at all makes in that time.
+const (
+	downFor   = 2 * time.Second
+	tightLoop = 60
+)
+
+func railDown(t *trial) {
+	until := time.Now().Add(downFor)
+	t.serve(func(c call, n int) faultKind {
+		if time.Now().Before(until) {
+			return down
+		}
+		return pass
+	})
+	t.startWorker()
+	rows := t.add(2)
+	for time.Now().Before(until) {
+		if p := t.pending(rows); len(p) < len(rows) {
+			t.noteRail()
+			t.fail(&mDoneEarly, "a row was marked done while the rail was down and had paid nothing")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tries := 0
+	for _, c := range forRow(t.rail.log(), firstRow) {
+		if c.Method == http.MethodPost && c.At.Before(until) {
+			tries++
+		}
+	}
+	t.note("the first row was tried %d times in the %s the rail was down", tries, downFor)
+	if tries > tightLoop {
+		t.fail(&mNoBackoff, "the first row was sent %d times in the %s the rail was down: a worker that waits between tries (longer each time, a second at most) sends it a handful of times", tries, downFor)
+	}
+	t.waitDone(rows)
+	t.paidOnce(rows)
+	t.pass("the rows stayed pending while the rail was down (the first tried %d times), then were paid once each", tries)
+}
+
+func twoWorkers(t *trial) {
+	t.startWorker()
+	t.startWorker()
+	rows := t.add(10)
+	t.waitDone(rows)
+	t.paidOnce(rows)
+	byDoor := map[int]int{}
+	for _, c := range t.rail.log() {
+		if c.Paid {
+			byDoor[c.Door]++
+		}
+	}
+	t.pass("ten rows paid once each (worker 1 paid %d, worker 2 %d)", byDoor[1], byDoor[2])
+}
+
+func refused(t *trial) {
+	t.serve(func(c call, n int) faultKind {
+		if c.Kobo == firstRow {
+			return refuse
+		}
+		return pass
+	})
+	t.startWorker()
+	rows := t.add(2)
+	t.waitDone(rows[1:])
+	time.Sleep(pace.Stretch(time.Second)) // room for a resend
+	if len(t.pending(rows[:1])) == 0 {
+		t.noteRail()
+		t.fail(&mDoneEarly, "the row the rail refused was marked done")
+	}
+	sent := 0
+	for _, c := range forRow(t.rail.log(), firstRow) {
+		if c.Method == http.MethodPost {
+			sent++
+		}
+	}
+	if sent > 1 {
+		t.noteRail()
+		t.fail(&mRetried, "the row the rail refused (422) was sent %d times", sent)
+	}
+	t.pass("the refused row was sent once and left pending; the other was paid")
+}
+
+// maxKillAt bounds the writes the killed check kills the worker at.
+const maxKillAt = 6
+
+// heldBound is how long the grader waits for the worker to write.
+const heldBound = 10 * time.Second
+
+// killed writes a row with the worker stopped, shuts the witness's gate,
+// starts the worker, lets k-1 of its transactions through, one at a time,
+// and kills it at the k-th one's first write, for k = 1, 2, … until the
+// row is done before its k-th; each time it starts the worker again,
+// and the row must end done, paid once, the worker having asked about
+// its reference before any resend.
+func killed(t *trial) {
+	if !t.witness {
+		t.unknown("the database has no witness, so the grader cannot stop the worker at its writes")
+	}
+	if t.rail == nil {
+		t.serve(nil)
+	}
+	url, err := t.rail.open()
+	t.must(err)
+	w := &worker{url: url}
+	t.workers = append(t.workers, w)
+	for k := 1; k <= maxKillAt; k++ {
+		rows := t.add(1)
+		g, err := witness.Close(t.ctx, t.db)
+		t.must(err)
+		t.run(w)
+		finished := false
+		for step := 1; step <= k; step++ {
+			if !t.waitHeld(g, rows[0]) {
+				finished = true
+				break
+			}
+			if step < k {
+				t.step(g)
+			}
+		}
+		if finished {
+			g.Open(t.ctx)
+			t.paidOnce(t.rows)
+			if k == 1 {
+				t.fail(nil, "row %d was done without a single write of the worker's", rows[0].ID)
+			}
+			w.child.Kill()
+			<-w.child.Exited()
+			t.pass("killed at each of its %d transaction(s) for a row; started again each time, it paid every row once", k-1)
+		}
+		w.child.Kill()
+		<-w.child.Exited()
+		t.kills = append(t.kills, time.Now())
+		t.endHeld(g)
+		g.Open(t.ctx)
+		t.note("killed (SIGKILL) at the first write of its transaction %d for row %d", k, rows[0].ID)
+		t.run(w)
+		t.waitDone(rows)
+		w.child.Kill()
+		<-w.child.Exited()
+		t.paidOnce(t.rows)
+	}
+	t.pass("killed at each of its first %d transactions for a row; started again each time, it paid every row once", maxKillAt)
+}
+
+// waitHeld waits until a transaction of the worker is held at the gate
+// (true), or r is done (false).
+func (t *trial) waitHeld(g *witness.Gate, r row) bool {
+	deadline := pace.After(heldBound)
+	for {
+		held, err := g.Waiting(t.ctx, t.db)
+		t.must(err)
+		switch {
+		case len(held) > 0:
+			return true
+		case len(t.pending([]row{r})) == 0:
+			return false
+		case deadline.Passed():
+			g.Open(t.ctx)
+			t.noteRail()
+			t.unknown("the worker neither wrote nor finished row %d within %s", r.ID, heldBound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// step lets the held transactions go on, and waits until the gate is
+// shut again behind them.
+func (t *trial) step(g *witness.Gate) {
+	g.Step(t.ctx)
+	deadline := pace.After(heldBound)
+	for {
+		shut, err := g.Shut()
+		t.must(err)
+		if shut {
+			return
+		}
+		if deadline.Passed() {
+			g.Open(t.ctx)
+			t.unknown("a transaction of the worker let through the gate did not end within %s", heldBound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// endHeld ends the sessions held at the gate, as the worker's crash does.
+func (t *trial) endHeld(g *witness.Gate) {
+	held, err := g.Waiting(t.ctx, t.db)
+	t.must(err)
+	for _, h := range held {
+		_, err := t.db.Exec(t.ctx, "SELECT pg_terminate_backend($1)", h.PID)
+		t.must(err)
+	}
+}
