@@ -48,6 +48,15 @@ func hookCorpus(t *testing.T, lang string) []string {
 // differs from want.
 func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string, env ...string) {
 	t.Helper()
+	programGraded(t, "webhook", len(hookgrade.Checks), append(env, "CONSUMER_MISTAKE="+mistake), want, consumer)
+}
+
+// programGraded grades a program with bank grade OF (webhook, payout),
+// whose checks number checks, BANK_CORPUS_RUNS times (1 unless set), env
+// in its environment, and fails the test on each run whose card differs
+// from want (but for want.maybe).
+func programGraded(t *testing.T, of string, checks int, env []string, want mistaken, program []string) {
+	t.Helper()
 	runs, _ := strconv.Atoi(os.Getenv("BANK_CORPUS_RUNS"))
 	runs = max(1, runs)
 	bad := 0
@@ -55,8 +64,8 @@ func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string, 
 	for i := range runs {
 		start := time.Now()
 		graders <- struct{}{}
-		cmd := command(t, pgtest.CacheDir(t), append([]string{"grade", "webhook", "--json", "--jobs", "4", "--"}, consumer...)...)
-		cmd.Env = append(append(cmd.Env, "CONSUMER_MISTAKE="+mistake), env...)
+		cmd := command(t, pgtest.CacheDir(t), append([]string{"grade", of, "--json", "--jobs", "4", "--"}, program...)...)
+		cmd.Env = append(cmd.Env, env...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -64,11 +73,11 @@ func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string, 
 		took = append(took, time.Since(start))
 		var rep grade.Report
 		if jerr := json.Unmarshal(out, &rep); jerr != nil {
-			t.Fatalf("grade webhook %v printed no report (%v, exit %d): %s\n%s", consumer, jerr, exitOf(err), out, stderr.String())
+			t.Fatalf("grade %s %v printed no report (%v, exit %d): %s\n%s", of, program, jerr, exitOf(err), out, stderr.String())
 		}
 		matchesShape(t, "bank.grade/v1", out)
-		if len(rep.Results) != len(hookgrade.Checks) {
-			t.Fatalf("%d results for %d checks:\n%s", len(rep.Results), len(hookgrade.Checks), out)
+		if len(rep.Results) != checks {
+			t.Fatalf("%d results for %d checks:\n%s", len(rep.Results), checks, out)
 		}
 		rep.Results = slices.DeleteFunc(rep.Results, func(r grade.Result) bool { return slices.Contains(want.maybe, r.Name) })
 		if d := deviations(rep, want); len(d) > 0 {
@@ -77,8 +86,8 @@ func hookGraded(t *testing.T, mistake string, want mistaken, consumer []string, 
 		}
 	}
 	slices.Sort(took)
-	t.Logf("WEBHOOK CORPUS %s: %d of %d runs as expected; median grade %.1fs (load per core at the end %.1f)",
-		t.Name(), runs-bad, runs, took[len(took)/2].Seconds(), pace.Load())
+	t.Logf("%s CORPUS %s: %d of %d runs as expected; median grade %.1fs (load per core at the end %.1f)",
+		strings.ToUpper(of), t.Name(), runs-bad, runs, took[len(took)/2].Seconds(), pace.Load())
 }
 
 func TestGradeWebhookCorpus(t *testing.T) {

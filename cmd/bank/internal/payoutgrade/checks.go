@@ -1,7 +1,9 @@
 package payoutgrade
 
 import (
+	"math"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
@@ -71,14 +73,19 @@ const (
 )
 
 func railDown(t *trial) {
-	until := time.Now().Add(downFor)
+	// Down from before the rows are written until downFor after: however
+	// long the worker took to start, it meets the rail down.
+	var upAt atomic.Int64
+	upAt.Store(math.MaxInt64)
 	t.serve(func(c call, n int) faultKind {
-		if time.Now().Before(until) {
+		if time.Now().UnixNano() < upAt.Load() {
 			return down
 		}
 		return pass
 	})
 	t.startWorker()
+	until := time.Now().Add(downFor)
+	upAt.Store(until.UnixNano())
 	rows := t.add(2)
 	for time.Now().Before(until) {
 		if p := t.pending(rows); len(p) < len(rows) {
@@ -102,7 +109,13 @@ func railDown(t *trial) {
 	t.pass("the rows stayed pending while the rail was down (the first tried %d times), then were paid once each", tries)
 }
 
+// payoutTakes is how long the rail takes over each payout in
+// two-workers: the workers' drains overlap.
+const payoutTakes = 100 * time.Millisecond
+
 func twoWorkers(t *trial) {
+	t.serve(nil)
+	t.rail.latency = payoutTakes
 	t.startWorker()
 	t.startWorker()
 	rows := t.add(10)

@@ -44,9 +44,11 @@ one could not tell.`,
 		Example: `  bank grade payout --contract
   bank grade payout -- node worker.mjs
   bank grade payout -- python3 worker.py
+  bank grade payout --starter node my-worker   # a worker to start from
   bank grade payout --only killed,two-workers -- ./worker
   bank grade payout --repeat 20 -- ./worker`,
 		Names: Names, Listed: listed, Contract: Contract, Template: Template(),
+		Starters: &Starters, Starter: "every row paid under a new reference, with no claim and no status enquiry yet",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.DurationVar(&timeout, "rail-timeout", time.Second, "the bound on one answer of the rail, given to the worker as RAIL_TIMEOUT_MS")
 		},

@@ -57,6 +57,8 @@ type rail struct {
 	// amount (a row's) from 1.
 	plan  func(c call, n int) faultKind
 	doors []*door
+	// latency is how long each payout takes the rail, before it is paid.
+	latency time.Duration
 }
 
 // door is one worker's way into the rail.
@@ -146,25 +148,29 @@ func (d *door) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	kind := r.plan(c, n)
-	_, seenBefore := r.paid[c.Reference]
 	r.mu.Unlock()
-	switch {
-	case kind == down:
+	switch kind {
+	case down:
 		c.Did = "rail down: 503"
 		answer(503, map[string]string{"error": "unavailable"})
 		return
-	case kind == refuse:
+	case refuse:
 		c.Did = "refused: 422"
 		answer(422, map[string]string{"error": "account_closed"})
 		return
-	case seenBefore:
+	}
+	time.Sleep(r.latency)
+	r.mu.Lock()
+	_, seenBefore := r.paid[c.Reference]
+	if !seenBefore {
+		r.paid[c.Reference] = payment{Account: c.Account, Kobo: c.Kobo, Door: d.n}
+	}
+	r.mu.Unlock()
+	if seenBefore {
 		c.Did = "a reference paid before: 409"
 		answer(409, map[string]string{"error": "duplicate_reference"})
 		return
 	}
-	r.mu.Lock()
-	r.paid[c.Reference] = payment{Account: c.Account, Kobo: c.Kobo, Door: d.n}
-	r.mu.Unlock()
 	c.Paid = true
 	switch kind {
 	case lose:
