@@ -60,13 +60,13 @@ func adaIntent(label string, want int) audit.Intent {
 func (t *trial) made(o outcome, b audit.Books, in audit.Intent) {
 	moved := b.Moved(in)
 	if len(moved) == 0 {
-		t.fail(nil, "no transfer was made, but the client reported %s", o)
+		t.Fail(nil, "no transfer was made, but the client reported %s", o)
 	}
 	if o.Said != "made" {
-		t.fail(nil, "the transfer was made (transfer %d), but the client reported %s", moved[0].ID, o)
+		t.Fail(nil, "the transfer was made (transfer %d), but the client reported %s", moved[0].ID, o)
 	}
 	if len(moved) == 1 && o.Transfer != moved[0].ID {
-		t.fail(nil, "the client reported transferId %d, but the transfer made is %d", o.Transfer, moved[0].ID)
+		t.Fail(nil, "the client reported transferId %d, but the transfer made is %d", o.Transfer, moved[0].ID)
 	}
 }
 
@@ -75,10 +75,10 @@ func (t *trial) made(o outcome, b audit.Books, in audit.Intent) {
 func (t *trial) sameKeys(posts []attempt, body string, from int64) {
 	for _, a := range posts {
 		if w := requestWords(a, body, from); w != "" && keyWords(a) == "" && a.Key == posts[0].Key {
-			t.fail(nil, "attempt %d: %s", a.N, w)
+			t.Fail(nil, "attempt %d: %s", a.N, w)
 		}
 		if a.Key != posts[0].Key {
-			t.fail(&mNewKey, "attempt %d came under the key %s, attempt 1 under %s: a retry must carry its intent's key", a.N, quoteKey(a.Key), quoteKey(posts[0].Key))
+			t.Fail(&mNewKey, "attempt %d came under the key %s, attempt 1 under %s: a retry must carry its intent's key", a.N, quoteKey(a.Key), quoteKey(posts[0].Key))
 		}
 	}
 }
@@ -89,18 +89,18 @@ func plain(t *trial) {
 	t.noteAttempts(f)
 	posts := f.posts()
 	if len(posts) == 0 {
-		t.fail(nil, "the client sent no POST /transfers")
+		t.Fail(nil, "the client sent no POST /transfers")
 	}
 	if w := requestWords(posts[0], adaPaysBola, adaFrom); w != "" {
-		t.fail(nil, "the request is not the contract's: %s", w)
+		t.Fail(nil, "the request is not the contract's: %s", w)
 	}
 	b := t.books(adaIntent("Ada's tap", 1))
 	t.made(o, b, adaIntent("", 1))
 	if len(posts) > 1 {
 		t.slowRetry(posts)
-		t.fail(nil, "%d POSTs for one transfer that was answered 201 at once: a 201 is not retried", len(posts))
+		t.Fail(nil, "%d POSTs for one transfer that was answered 201 at once: a 201 is not retried", len(posts))
 	}
-	t.pass("one POST, the key %s, the body as given; reported made, transfer %d", quoteKey(posts[0].Key), o.Transfer)
+	t.Pass("one POST, the key %s, the body as given; reported made, transfer %d", quoteKey(posts[0].Key), o.Transfer)
 }
 
 func lostReply(t *trial) {
@@ -112,7 +112,7 @@ func lostReply(t *trial) {
 	t.sameKeys(posts, adaPaysBola, adaFrom)
 	b := t.books(adaIntent("Ada's tap", 1))
 	t.made(o, b, adaIntent("", 1))
-	t.pass("retried under the same key after the lost reply; reported made, transfer %d, money moved once", o.Transfer)
+	t.Pass("retried under the same key after the lost reply; reported made, transfer %d, money moved once", o.Transfer)
 }
 
 // slowRetry ends the check unknown when the second attempt may have been
@@ -121,7 +121,7 @@ func lostReply(t *trial) {
 // answer reached the client. A retry of an answer it read comes sooner.
 func (t *trial) slowRetry(posts []attempt) {
 	if gap := posts[1].At.Sub(posts[0].At); pace.Busy() && gap >= t.timeout/2 {
-		t.unknown("a second attempt came %dms after the first, which was answered at once: on a machine this busy the client may have given the first up (ATTEMPT_TIMEOUT_MS=%d) before its answer reached it", gap.Milliseconds(), t.timeout.Milliseconds())
+		t.Unknown("a second attempt came %dms after the first, which was answered at once: on a machine this busy the client may have given the first up (ATTEMPT_TIMEOUT_MS=%d) before its answer reached it", gap.Milliseconds(), t.timeout.Milliseconds())
 	}
 }
 
@@ -130,11 +130,11 @@ func (t *trial) slowRetry(posts []attempt) {
 func (t *trial) retried(posts []attempt, o outcome, what string) {
 	switch {
 	case len(posts) == 0:
-		t.fail(nil, "the client sent no POST /transfers")
+		t.Fail(nil, "the client sent no POST /transfers")
 	case len(posts) == 1 && o.Said == "refused":
-		t.fail(&mFailed, "%s, and the client reported refused without retrying: the outcome was not known", what)
+		t.Fail(&mFailed, "%s, and the client reported refused without retrying: the outcome was not known", what)
 	case len(posts) == 1:
-		t.fail(&mNoRetry, "%s, and the client did not retry (it reported %s)", what, o)
+		t.Fail(&mNoRetry, "%s, and the client did not retry (it reported %s)", what, o)
 	}
 }
 
@@ -160,9 +160,9 @@ func hung(t *trial) {
 			t.noteAttempts(f)
 			c.kill()
 			if len(posts) == 0 {
-				t.fail(nil, "the client sent no POST /transfers within %s", bound.Limit())
+				t.Fail(nil, "the client sent no POST /transfers within %s", bound.Limit())
 			}
-			t.fail(&mNoTimeout, "the first attempt got no answer, and %s later the client was still waiting on it (ATTEMPT_TIMEOUT_MS=%d)", time.Since(posts[0].At).Round(time.Second), timeout.Milliseconds())
+			t.Fail(&mNoTimeout, "the first attempt got no answer, and %s later the client was still waiting on it (ATTEMPT_TIMEOUT_MS=%d)", time.Since(posts[0].At).Round(time.Second), timeout.Milliseconds())
 		}
 	}
 	o := t.finish(c)
@@ -175,22 +175,22 @@ func hung(t *trial) {
 		gaveUp = first.Gone
 	}
 	waited := gaveUp.Sub(first.At)
-	t.note("the first attempt was given up %dms after it was sent (ATTEMPT_TIMEOUT_MS=%d)", waited.Milliseconds(), timeout.Milliseconds())
+	t.Note("the first attempt was given up %dms after it was sent (ATTEMPT_TIMEOUT_MS=%d)", waited.Milliseconds(), timeout.Milliseconds())
 	if limit := pace.Stretch(timeout + timeout/2 + 500*time.Millisecond); waited > limit {
 		if pace.Busy() {
-			t.unknown("the first attempt was given up after %s, past %s, but the machine was too busy to tell whether the client or the machine was slow", waited.Round(time.Millisecond), limit)
+			t.Unknown("the first attempt was given up after %s, past %s, but the machine was too busy to tell whether the client or the machine was slow", waited.Round(time.Millisecond), limit)
 		}
-		t.fail(&mNoTimeout, "the first attempt was given up only after %s: ATTEMPT_TIMEOUT_MS was %d", waited.Round(time.Millisecond), timeout.Milliseconds())
+		t.Fail(&mNoTimeout, "the first attempt was given up only after %s: ATTEMPT_TIMEOUT_MS was %d", waited.Round(time.Millisecond), timeout.Milliseconds())
 	}
 	// Its timer may start before the request reaches the front: only a
 	// wait far short of the timeout is too early.
 	if waited < timeout/2 {
-		t.fail(nil, "the first attempt was given up after %s, before ATTEMPT_TIMEOUT_MS (%d) had passed", waited.Round(time.Millisecond), timeout.Milliseconds())
+		t.Fail(nil, "the first attempt was given up after %s, before ATTEMPT_TIMEOUT_MS (%d) had passed", waited.Round(time.Millisecond), timeout.Milliseconds())
 	}
 	t.sameKeys(posts, adaPaysBola, adaFrom)
 	b := t.books(adaIntent("Ada's tap", 1))
 	t.made(o, b, adaIntent("", 1))
-	t.pass("gave the hung attempt up after %dms and retried under the same key; reported made", waited.Milliseconds())
+	t.Pass("gave the hung attempt up after %dms and retried under the same key; reported made", waited.Milliseconds())
 }
 
 // first is a plan that throws flt at the first POST and lets the others
@@ -240,14 +240,14 @@ func thrown(status int, retry string) func(t *trial) {
 		t.sameKeys(posts, adaPaysBola, adaFrom)
 		gap := posts[1].At.Sub(posts[0].Answered)
 		if retry != "" {
-			t.note("the retry came %dms after the %d (Retry-After: %s)", gap.Milliseconds(), status, retry)
+			t.Note("the retry came %dms after the %d (Retry-After: %s)", gap.Milliseconds(), status, retry)
 			if gap < time.Second-20*time.Millisecond {
-				t.fail(&mRetryAfter, "the retry came %dms after the %d, which said Retry-After: %s", gap.Milliseconds(), status, retry)
+				t.Fail(&mRetryAfter, "the retry came %dms after the %d, which said Retry-After: %s", gap.Milliseconds(), status, retry)
 			}
 		}
 		b := t.books(adaIntent("Ada's tap", 1))
 		t.made(o, b, adaIntent("", 1))
-		t.pass("retried under the same key %dms after the %d; reported made", gap.Milliseconds(), status)
+		t.Pass("retried under the same key %dms after the %d; reported made", gap.Milliseconds(), status)
 	}
 }
 
@@ -256,23 +256,23 @@ func thrown(status int, retry string) func(t *trial) {
 func (t *trial) refusedOnce(f *front, o outcome, status int) {
 	posts := f.posts()
 	if len(posts) == 0 {
-		t.fail(nil, "the client sent no POST /transfers")
+		t.Fail(nil, "the client sent no POST /transfers")
 	}
 	if len(posts) > 1 {
 		t.slowRetry(posts)
-		t.fail(&mRetriedRefuse, "the first attempt was answered %d, and the client sent it %d times: a %d fails the same way every time", status, len(posts), status)
+		t.Fail(&mRetriedRefuse, "the first attempt was answered %d, and the client sent it %d times: a %d fails the same way every time", status, len(posts), status)
 	}
 	if o.Said != "refused" {
-		t.fail(nil, "the server refused the transfer (%d), but the client reported %s", status, o)
+		t.Fail(nil, "the server refused the transfer (%d), but the client reported %s", status, o)
 	}
 	if o.Status != status {
-		t.fail(nil, "the client reported the status %d; the server answered %d", o.Status, status)
+		t.Fail(nil, "the client reported the status %d; the server answered %d", o.Status, status)
 	}
 	// The contract's error: the server's code, or its message.
 	var said struct{ Error, Message string }
 	_ = json.Unmarshal([]byte(posts[0].Answer), &said)
 	if o.Error == "" || !strings.Contains(o.Error, said.Error) && !strings.Contains(o.Error, said.Message) {
-		t.fail(nil, "the client reported the error %q; the server's was %s (%s)", o.Error, said.Error, said.Message)
+		t.Fail(nil, "the client reported the error %q; the server's was %s (%s)", o.Error, said.Error, said.Message)
 	}
 }
 
@@ -284,7 +284,7 @@ func refused(t *trial) {
 	t.noteAttempts(f)
 	t.refusedOnce(f, o, 422)
 	t.books(audit.Intent{Label: "Bola's tap", From: 2, To: 1, Kobo: adaKobo, Want: 0})
-	t.pass("one attempt, reported refused: 422 %s", o.Error)
+	t.Pass("one attempt, reported refused: 422 %s", o.Error)
 }
 
 func badRequest(t *trial) {
@@ -293,7 +293,7 @@ func badRequest(t *trial) {
 	t.noteAttempts(f)
 	t.refusedOnce(f, o, 400)
 	t.books(adaIntent("Ada's tap", 0))
-	t.pass("one attempt, reported refused: 400 %s", o.Error)
+	t.Pass("one attempt, reported refused: 400 %s", o.Error)
 }
 
 // giveUpWithin is the contract's bound on a run that gives up.
@@ -326,13 +326,13 @@ func (t *trial) gaveUp(lookups bool) (*front, outcome, audit.Books) {
 	b := t.books(adaIntent("Ada's tap", 1))
 	switch {
 	case len(posts) > 10:
-		t.fail(nil, "%d attempts: the contract allows 10 at most", len(posts))
+		t.Fail(nil, "%d attempts: the contract allows 10 at most", len(posts))
 	case o.Took > pace.Stretch(giveUpWithin) && pace.Busy():
-		t.unknown("it gave up after %s, past the contract's %s, but the machine was too busy to tell whether the client or the machine was slow", o.Took.Round(time.Second), giveUpWithin)
+		t.Unknown("it gave up after %s, past the contract's %s, but the machine was too busy to tell whether the client or the machine was slow", o.Took.Round(time.Second), giveUpWithin)
 	case o.Took > pace.Stretch(giveUpWithin):
-		t.fail(nil, "it gave up only after %s: the contract's client gives up within %s", o.Took.Round(time.Second), giveUpWithin)
+		t.Fail(nil, "it gave up only after %s: the contract's client gives up within %s", o.Took.Round(time.Second), giveUpWithin)
 	case o.Said == "refused":
-		t.fail(&mFailed, "the transfer was made, and the server never said otherwise, but the client reported refused: %s", o)
+		t.Fail(&mFailed, "the transfer was made, and the server never said otherwise, but the client reported refused: %s", o)
 	case o.Said == "made":
 		t.made(o, b, adaIntent("", 1))
 	}
@@ -341,7 +341,7 @@ func (t *trial) gaveUp(lookups bool) (*front, outcome, audit.Books) {
 
 func giveUp(t *trial) {
 	_, o, _ := t.gaveUp(false)
-	t.pass("gave up after its attempts and reported %s", o)
+	t.Pass("gave up after its attempts and reported %s", o)
 }
 
 func lookup(t *trial) {
@@ -354,12 +354,12 @@ func lookup(t *trial) {
 		}
 	}
 	if !asked {
-		t.fail(&mNoLookup, "it never asked GET /transfers?key=%s, so it could not learn that the transfer was made (it reported %s)", posts[0].Key, o)
+		t.Fail(&mNoLookup, "it never asked GET /transfers?key=%s, so it could not learn that the transfer was made (it reported %s)", posts[0].Key, o)
 	}
 	if o.Said != "made" {
-		t.fail(nil, "it asked GET /transfers?key=, which said the transfer was made, but reported %s", o)
+		t.Fail(nil, "it asked GET /transfers?key=, which said the transfer was made, but reported %s", o)
 	}
-	t.pass("asked GET /transfers?key= and reported made, transfer %d", o.Transfer)
+	t.Pass("asked GET /transfers?key= and reported made, transfer %d", o.Transfer)
 }
 
 func restart(t *trial) {
@@ -374,9 +374,9 @@ func restart(t *trial) {
 	first.kill()
 	if !ok {
 		t.noteAttempts(f)
-		t.fail(nil, "the client's first run sent no transfer the bank made (its first attempt: %v)", f.posts())
+		t.Fail(nil, "the client's first run sent no transfer the bank made (its first attempt: %v)", f.posts())
 	}
-	t.note("the first run was killed (SIGKILL) once the bank had made the transfer, while it waited on the answer")
+	t.Note("the first run was killed (SIGKILL) once the bank had made the transfer, while it waited on the answer")
 	o := t.finish(t.launch(f, adaPaysBola, adaFrom, ""))
 	t.noteAttempts(f)
 	posts := f.posts()
@@ -387,16 +387,16 @@ func restart(t *trial) {
 		}
 	}
 	if len(again) == 0 {
-		t.fail(nil, "the second run sent no POST /transfers (it reported %s): it must resend its draft", o)
+		t.Fail(nil, "the second run sent no POST /transfers (it reported %s): it must resend its draft", o)
 	}
 	if again[0].Key != posts[0].Key {
 		t.noteBooks()
-		t.fail(&mNotInDraft, "the second run sent the key %s, the first %s: the same intent, after a restart, came as a new transfer", quoteKey(again[0].Key), quoteKey(posts[0].Key))
+		t.Fail(&mNotInDraft, "the second run sent the key %s, the first %s: the same intent, after a restart, came as a new transfer", quoteKey(again[0].Key), quoteKey(posts[0].Key))
 	}
 	t.sameKeys(posts, adaPaysBola, adaFrom)
 	b := t.books(adaIntent("Ada's tap", 1))
 	t.made(o, b, adaIntent("", 1))
-	t.pass("the second run resent the draft's key %s; reported made, transfer %d, money moved once", quoteKey(posts[0].Key), o.Transfer)
+	t.Pass("the second run resent the draft's key %s; reported made, transfer %d, money moved once", quoteKey(posts[0].Key), o.Transfer)
 }
 
 func oneKey(t *trial) {
@@ -404,7 +404,7 @@ func oneKey(t *trial) {
 	one := t.finish(t.launch(f, adaPaysBola, adaFrom, ""))
 	if one.Said != "made" {
 		t.noteAttempts(f)
-		t.fail(nil, "the first tap was reported %s, not made", one)
+		t.Fail(nil, "the first tap was reported %s, not made", one)
 	}
 	two := t.finish(t.launch(f, adaPaysBola, adaFrom, ""))
 	t.noteAttempts(f)
@@ -417,12 +417,12 @@ func oneKey(t *trial) {
 	}
 	if keys[1] == keys[2] {
 		t.noteBooks()
-		t.fail(&mReusedKey, "both taps came under the key %s: the second, a new transfer, was answered with the first's receipt (transfer %d)", quoteKey(keys[1]), two.Transfer)
+		t.Fail(&mReusedKey, "both taps came under the key %s: the second, a new transfer, was answered with the first's receipt (transfer %d)", quoteKey(keys[1]), two.Transfer)
 	}
 	b := t.books(adaIntent("the two taps", 2))
 	moved := b.Moved(adaIntent("", 2))
 	if two.Said != "made" || two.Transfer == one.Transfer || len(moved) != 2 || two.Transfer != moved[1].ID {
-		t.fail(nil, "the second tap was reported %s; the bank holds transfers %v", two, moved)
+		t.Fail(nil, "the second tap was reported %s; the bank holds transfers %v", two, moved)
 	}
-	t.pass("two taps, two keys (%s, %s), two transfers (%d, %d)", quoteKey(keys[1]), quoteKey(keys[2]), one.Transfer, two.Transfer)
+	t.Pass("two taps, two keys (%s, %s), two transfers (%d, %d)", quoteKey(keys[1]), quoteKey(keys[2]), one.Transfer, two.Transfer)
 }

@@ -116,18 +116,18 @@ func backoff(t *trial) {
 	if len(waits) > backoffFailures {
 		waits = waits[:backoffFailures]
 	}
-	t.note("the waits after each 503: %s", msList(waits))
+	t.Note("the waits after each 503: %s", msList(waits))
 	if len(waits) < 3 {
-		t.fail(nil, "only %d attempts for %d failures in a row: the contract's client tries up to 10 times", len(posts), backoffFailures)
+		t.Fail(nil, "only %d attempts for %d failures in a row: the contract's client tries up to 10 times", len(posts), backoffFailures)
 	}
 	if flat(waits) {
-		t.fail(&mNoBackoff, "the waits after each 503 were %s: they do not grow", msList(waits))
+		t.Fail(&mNoBackoff, "the waits after each 503 were %s: they do not grow", msList(waits))
 	}
 	if grew(waits, false) && !grew(waits, pace.Busy()) {
-		t.unknown("the waits were %s: they grew, but only one of the last ones was %d times the first ones, and on a machine this busy one long wait may be the machine's own delay", msList(waits), growthRatio)
+		t.Unknown("the waits were %s: they grew, but only one of the last ones was %d times the first ones, and on a machine this busy one long wait may be the machine's own delay", msList(waits), growthRatio)
 	}
 	if !grew(waits, false) {
-		t.unknown("the waits were %s: not flat, but the last ones were not %d times the first ones: jitter can hide a backoff's growth in a few waits, and a random wait that does not grow is no backoff, so the check cannot tell them apart (a backoff that doubles grows past it within %d failures)", msList(waits), growthRatio, backoffFailures)
+		t.Unknown("the waits were %s: not flat, but the last ones were not %d times the first ones: jitter can hide a backoff's growth in a few waits, and a random wait that does not grow is no backoff, so the check cannot tell them apart (a backoff that doubles grows past it within %d failures)", msList(waits), growthRatio, backoffFailures)
 	}
 	intents := []audit.Intent{adaIntent("Ada's tap", 1)}
 	if o.Said == "unknown" {
@@ -137,7 +137,7 @@ func backoff(t *trial) {
 	if o.Said == "made" {
 		t.made(o, b, adaIntent("", 1))
 	}
-	t.pass("the waits after each 503 grew: %s", msList(waits))
+	t.Pass("the waits after each 503 grew: %s", msList(waits))
 }
 
 func lockstep(t *trial) {
@@ -161,10 +161,10 @@ func lockstep(t *trial) {
 	for i, c := range runs {
 		o := t.finish(c)
 		if o.Said != "made" {
-			t.note("client %d's attempts:", i+1)
+			t.Note("client %d's attempts:", i+1)
 			t.noteAttempts(fronts[i])
 			t.retried(fronts[i].posts(), o, fmt.Sprintf("client %d's first attempt was answered 503", i+1))
-			t.fail(nil, "client %d reported %s, not made, after %d failures", i+1, o, lockstepRounds)
+			t.Fail(nil, "client %d reported %s, not made, after %d failures", i+1, o, lockstepRounds)
 		}
 	}
 	var spreads, medians []time.Duration
@@ -187,11 +187,11 @@ func lockstep(t *trial) {
 		}
 		spreads = append(spreads, spread)
 		medians = append(medians, waits[len(waits)/2])
-		t.note("after failure %d the %d clients waited %s (spread %dms, the quickest and the slowest left out)", round+1, len(waits), msList(waits), spread.Milliseconds())
+		t.Note("after failure %d the %d clients waited %s (spread %dms, the quickest and the slowest left out)", round+1, len(waits), msList(waits), spread.Milliseconds())
 	}
 	t.books(audit.Intent{Label: "the taps", From: adaFrom, To: adaTo, Kobo: kobo, Want: lockstepClients})
 	if len(spreads) < lockstepRounds {
-		t.fail(nil, "the clients did not retry after each of %d 503s", lockstepRounds)
+		t.Fail(nil, "the clients did not retry after each of %d 503s", lockstepRounds)
 	}
 	// The last two failures decide: their waits are the longest, so the
 	// machine's own delays weigh least there. Those delays grow with the
@@ -202,9 +202,9 @@ func lockstep(t *trial) {
 	inStep := func(r int) bool { return spreads[r] <= stepSlack+medians[r]*3/100 }
 	switch {
 	case inStep(lockstepRounds-2) && inStep(lockstepRounds-1): // a busy machine only spreads them more
-		t.fail(&mLockstep, "after each of the last two failures the %d clients waited the same, to within %s (spreads: %s): clients that fail together retry together", lockstepClients, msList(last), msList(spreads))
+		t.Fail(&mLockstep, "after each of the last two failures the %d clients waited the same, to within %s (spreads: %s): clients that fail together retry together", lockstepClients, msList(last), msList(spreads))
 	case slices.Min(last) >= scaled(apartLeast, busy) && slices.Max(last) >= scaled(apartMost, busy):
-		t.pass("the clients' waits after the same failure differed: spreads of %s", msList(spreads))
+		t.Pass("the clients' waits after the same failure differed: spreads of %s", msList(spreads))
 	}
-	t.unknown("the clients' waits after the last two failures spread by %s: too close to the machine's own delays to tell jitter from none (in step: within %dms and 3%% of the wait; apart: %dms after both and %dms after one, the machine's load now stretching them %.1f times)", msList(last), stepSlack.Milliseconds(), scaled(apartLeast, busy).Milliseconds(), scaled(apartMost, busy).Milliseconds(), busy)
+	t.Unknown("the clients' waits after the last two failures spread by %s: too close to the machine's own delays to tell jitter from none (in step: within %dms and 3%% of the wait; apart: %dms after both and %dms after one, the machine's load now stretching them %.1f times)", msList(last), stepSlack.Milliseconds(), scaled(apartLeast, busy).Milliseconds(), scaled(apartMost, busy).Milliseconds(), busy)
 }

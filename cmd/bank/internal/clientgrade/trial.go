@@ -16,9 +16,9 @@ import (
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/bank/audit"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/verdict"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/idem"
-	"github.com/zudojs/bank/scenarios/lab/mistakes"
 )
 
 // runBound is how long one run of the client may take: the contract's
@@ -28,24 +28,20 @@ const runBound = 75 * time.Second
 // trial is one run of one check: a fresh bank, the front the check
 // plans, the client's runs, and the card's line being written.
 type trial struct {
-	ctx     context.Context
-	cfg     *Config
-	pool    *pgxpool.Pool
-	bank    *api.Server
-	drafts  string
-	fronts  []*front
-	clients []*client // every run of the client, in order
-	started time.Time // when the check began: its diagram's clock starts there
-	res     grade.Result
-	done    bool
+	ctx          context.Context
+	cfg          *Config
+	pool         *pgxpool.Pool
+	bank         *api.Server
+	drafts       string
+	fronts       []*front
+	clients      []*client // every run of the client, in order
+	started      time.Time // when the check began: its diagram's clock starts there
+	verdict.Line           // the check's line of the card
 	// timeout is the ATTEMPT_TIMEOUT_MS given to every run of the check:
 	// the grade's, stretched by the machine's load when the first run
 	// started.
 	timeout time.Duration
 }
-
-// stop ends the check's run of its function: a verdict was given.
-type stop struct{}
 
 // runCheck runs one check once, on a fresh bank.
 func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Result, err error) {
@@ -65,7 +61,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 	}
 	defer os.RemoveAll(drafts)
 	t := &trial{ctx: ctx, cfg: cfg, pool: pool, drafts: drafts, started: time.Now(),
-		res: grade.Result{Name: c.Name, Title: c.Title, Required: c.Required, See: c.See, Writes: -1, Evidence: []string{}}}
+		Line: verdict.New(c.Name, c.Title, c.Required, c.See)}
 	t.bank = &api.Server{Transfers: &api.Transfers{DB: pool, Keys: &idem.Store{LockTTL: 2 * time.Second}},
 		DB: pool, Keys: pool, Tokens: api.Tokens, Now: time.Now}
 	defer func() {
@@ -73,30 +69,18 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 			f.close()
 		}
 	}()
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(stop); !ok {
-					panic(r)
-				}
-			}
-		}()
-		c.run(t)
-	}()
-	t.res.Recording = t.drawing(c)
+	t.Run(func() { c.run(t) })
+	t.Result.Recording = t.drawing(c)
 	if ctx.Err() != nil {
-		return t.res, ctx.Err()
+		return t.Result, ctx.Err()
 	}
-	if !t.done {
-		t.res.Verdict, t.res.Why = grade.Pass, "held"
-	}
-	return t.res, nil
+	return t.Result, nil
 }
 
 // serve starts a front with the check's plan, and returns it.
 func (t *trial) serve(plan func(n int, a *attempt) fault) *front {
 	f, err := newFront(t.bank, plan)
-	t.must(err)
+	t.Must(err)
 	t.fronts = append(t.fronts, f)
 	return f
 }
@@ -124,13 +108,13 @@ func (t *trial) launch(f *front, body string, from int64, drafts string) *client
 	if t.timeout == 0 {
 		t.timeout = pace.Stretch(t.cfg.AttemptTimeout).Round(time.Millisecond)
 		if t.timeout != t.cfg.AttemptTimeout {
-			t.note("ATTEMPT_TIMEOUT_MS=%d: %s, stretched by the machine's load", t.timeout.Milliseconds(), t.cfg.AttemptTimeout)
+			t.Note("ATTEMPT_TIMEOUT_MS=%d: %s, stretched by the machine's load", t.timeout.Milliseconds(), t.cfg.AttemptTimeout)
 		}
 	}
 	c, err := startClient(t.ctx, t.cfg.Command, map[string]string{
 		"BANK_URL": f.URL(), "BANK_TOKEN": tokenOf[from], "TRANSFER": body, "DRAFTS": drafts,
 		"ATTEMPT_TIMEOUT_MS": strconv.FormatInt(t.timeout.Milliseconds(), 10)})
-	t.must(err)
+	t.Must(err)
 	c.front, c.n = f, n
 	t.clients = append(t.clients, c)
 	return c
@@ -140,22 +124,17 @@ func (t *trial) launch(f *front, body string, from int64, drafts string) *client
 // the check when it did not end or ended without a proper report.
 func (t *trial) finish(c *client) outcome {
 	o := c.wait(pace.Stretch(runBound))
-	t.note("the client's run ended: %s, after %s", o, o.Took.Round(time.Millisecond))
+	t.Note("the client's run ended: %s, after %s", o, o.Took.Round(time.Millisecond))
 	if o.Output != "" {
-		t.note("its last output: %s", o.Output)
+		t.Note("its last output: %s", o.Output)
 	}
 	if !o.Exited {
-		t.fail(nil, "the client was still running after %s: it never gave up (the contract: at most 10 attempts, within 60 s)", pace.Stretch(runBound))
+		t.Fail(nil, "the client was still running after %s: it never gave up (the contract: at most 10 attempts, within 60 s)", pace.Stretch(runBound))
 	}
 	if o.Problem != "" {
-		t.fail(nil, "the client did not report an outcome as the contract says: %s", o.Problem)
+		t.Fail(nil, "the client did not report an outcome as the contract says: %s", o.Problem)
 	}
 	return o
-}
-
-// note adds a line of evidence.
-func (t *trial) note(format string, args ...any) {
-	t.res.Evidence = append(t.res.Evidence, fmt.Sprintf(format, args...))
 }
 
 // noteAttempts adds every attempt the front saw, in order.
@@ -169,7 +148,7 @@ func (t *trial) noteAttempts(f *front) {
 		if a.Method == "POST" {
 			what = fmt.Sprintf("attempt %d (run %d) key=%s", a.N, a.Run, quoteKey(a.Key))
 		}
-		t.note("+%dms %s: %s", a.At.Sub(start).Milliseconds(), what, a.Did)
+		t.Note("+%dms %s: %s", a.At.Sub(start).Milliseconds(), what, a.Did)
 	}
 }
 
@@ -180,48 +159,18 @@ func quoteKey(k string) string {
 	return strconv.Quote(k)
 }
 
-func (t *trial) verdict(v, why string) {
-	if t.done {
-		return
-	}
-	t.done = true
-	t.res.Verdict, t.res.Why = v, why
-	panic(stop{})
-}
-
-// fail ends the check failed; m is the mistake the evidence fits, or nil.
-func (t *trial) fail(m *mistakes.Mistake, format string, args ...any) {
-	if m != nil {
-		t.res.Mistake, t.res.LooksLike = m.Name, m.Diagnosis
-		t.res.See = m.See
-	}
-	t.verdict(grade.Fail, fmt.Sprintf(format, args...))
-}
-
-func (t *trial) pass(format string, args ...any) { t.verdict(grade.Pass, fmt.Sprintf(format, args...)) }
-
-func (t *trial) unknown(format string, args ...any) {
-	t.verdict(grade.Unknown, fmt.Sprintf(format, args...))
-}
-
-func (t *trial) must(err error) {
-	if err != nil {
-		t.fail(nil, "the grader could not go on: %v", err)
-	}
-}
-
 // books checks the bank after the check: the total conserved, every
 // balance its seed plus its transfers, and each intent moved money as
 // many times as it should.
 func (t *trial) books(intents ...audit.Intent) audit.Books {
 	b, err := audit.Read(t.ctx, t.pool, nil)
-	t.must(err)
-	t.note("the bank after: %s", b.Line())
+	t.Must(err)
+	t.Note("the bank after: %s", b.Line())
 	for _, f := range audit.Broken(b.Conserved(), b.LedgerAgrees(), b.OnceEach(intents, true)) {
 		for _, e := range f.Evidence {
-			t.note("%s", e)
+			t.Note("%s", e)
 		}
-		t.fail(nil, "%s: %s", f.Check, f.Detail)
+		t.Fail(nil, "%s: %s", f.Check, f.Detail)
 	}
 	return b
 }
@@ -230,7 +179,7 @@ func (t *trial) books(intents ...audit.Intent) audit.Books {
 // fails for a reason the books only confirm.
 func (t *trial) noteBooks() {
 	if b, err := audit.Read(t.ctx, t.pool, nil); err == nil {
-		t.note("the bank after: %s", b.Line())
+		t.Note("the bank after: %s", b.Line())
 	}
 }
 
@@ -244,7 +193,7 @@ func sameJSON(a, b string) bool {
 // clients at once.
 func (t *trial) subfolder(name string) string {
 	dir := filepath.Join(t.drafts, name)
-	t.must(os.Mkdir(dir, 0o700))
+	t.Must(os.Mkdir(dir, 0o700))
 	return dir
 }
 

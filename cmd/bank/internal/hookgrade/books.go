@@ -25,24 +25,24 @@ type credits struct {
 func (t *trial) readCredits() credits {
 	c := credits{rows: map[string]int{}, balances: map[int64]int64{}}
 	rows, err := t.db.Query(t.ctx, "SELECT source, count(*) FROM deposits GROUP BY source")
-	t.must(err)
+	t.Must(err)
 	for rows.Next() {
 		var src string
 		var n int
-		t.must(rows.Scan(&src, &n))
+		t.Must(rows.Scan(&src, &n))
 		c.rows[src] = n
 	}
-	t.must(rows.Err())
+	t.Must(rows.Err())
 	rows, err = t.db.Query(t.ctx, "SELECT id, balance_kobo FROM accounts ORDER BY id")
-	t.must(err)
+	t.Must(err)
 	var parts []string
 	for rows.Next() {
 		var id, bal int64
-		t.must(rows.Scan(&id, &bal))
+		t.Must(rows.Scan(&id, &bal))
 		c.balances[id] = bal
 		parts = append(parts, fmt.Sprintf("account %d %s", id, bank.Naira(bal)))
 	}
-	t.must(rows.Err())
+	t.Must(rows.Err())
 	c.line = strings.Join(parts, ", ")
 	return c
 }
@@ -76,7 +76,7 @@ func (t *trial) quiet() {
 func (t *trial) books(twice *mistakes.Mistake) {
 	t.quiet()
 	c := t.readCredits()
-	t.note("the bank after: %s; deposits %s", c.line, depositsLine(c.rows))
+	t.Note("the bank after: %s; deposits %s", c.line, depositsLine(c.rows))
 	wantBal := map[int64]int64{}
 	for _, a := range bank.Seed {
 		wantBal[int64(a.ID)] = a.BalanceKobo
@@ -87,16 +87,16 @@ func (t *trial) books(twice *mistakes.Mistake) {
 		wantBal[e.Account] += int64(want) * e.Kobo
 		switch {
 		case got > want && want > 0:
-			t.fail(twice, "payment %s (%s) was credited %d times: it is one payment", p, bank.Naira(e.Kobo), got)
+			t.Fail(twice, "payment %s (%s) was credited %d times: it is one payment", p, bank.Naira(e.Kobo), got)
 		case got > want:
-			t.fail(twice, "payment %s was credited, and it must not have been", p)
+			t.Fail(twice, "payment %s was credited, and it must not have been", p)
 		case got < want:
-			t.fail(nil, "payment %s (%s to account %d) was never credited: no deposits row has source %s", p, bank.Naira(e.Kobo), e.Account, p)
+			t.Fail(nil, "payment %s (%s to account %d) was never credited: no deposits row has source %s", p, bank.Naira(e.Kobo), e.Account, p)
 		}
 	}
 	for id, want := range wantBal {
 		if c.balances[id] != want {
-			t.fail(nil, "account %d holds %s, but its seed and its deposits make %s: the credit and its deposits row must be one transaction", id, bank.Naira(c.balances[id]), bank.Naira(want))
+			t.Fail(nil, "account %d holds %s, but its seed and its deposits make %s: the credit and its deposits row must be one transaction", id, bank.Naira(c.balances[id]), bank.Naira(want))
 		}
 	}
 }
@@ -127,10 +127,10 @@ func depositsLine(rows map[string]int) string {
 // and accounts) holding e's id: the event recorded with its credit.
 func (t *trial) recordedWith(e event) {
 	if !t.witness {
-		t.unknown("the database has no witness, so the grader cannot see which transaction recorded the event")
+		t.Unknown("the database has no witness, so the grader cannot see which transaction recorded the event")
 	}
 	writes, err := witness.Since(t.ctx, t.db, 0)
-	t.must(err)
+	t.Must(err)
 	var credit *witness.Write
 	for i, w := range writes {
 		if w.Op == "INSERT" && isTable(w.Table, "deposits") && strings.Contains(w.New, `"source": "`+e.Payment+`"`) {
@@ -139,7 +139,7 @@ func (t *trial) recordedWith(e event) {
 		}
 	}
 	if credit == nil {
-		t.fail(nil, "no deposits row for %s was written", e.Payment)
+		t.Fail(nil, "no deposits row for %s was written", e.Payment)
 	}
 	var elsewhere []string
 	for _, w := range writes {
@@ -147,15 +147,15 @@ func (t *trial) recordedWith(e event) {
 			continue
 		}
 		if w.Xact == credit.Xact {
-			t.note("the event %s was recorded (%s into %s) in the credit's own transaction", e.ID, strings.ToLower(w.Op), w.Table)
+			t.Note("the event %s was recorded (%s into %s) in the credit's own transaction", e.ID, strings.ToLower(w.Op), w.Table)
 			return
 		}
 		elsewhere = append(elsewhere, fmt.Sprintf("%s into %s in transaction %d", strings.ToLower(w.Op), w.Table, w.Xid()))
 	}
 	if len(elsewhere) > 0 {
-		t.fail(&mOutside, "the credit of %s was written in transaction %d, the record of its event %s in another (%s): a crash between the two loses the credit for good, or credits it twice", e.Payment, credit.Xid(), e.ID, strings.Join(elsewhere, "; "))
+		t.Fail(&mOutside, "the credit of %s was written in transaction %d, the record of its event %s in another (%s): a crash between the two loses the credit for good, or credits it twice", e.Payment, credit.Xid(), e.ID, strings.Join(elsewhere, "; "))
 	}
-	t.fail(&mNoEventDedupe, "no row the consumer wrote holds the event's id %s: it keeps no record of the events it processed, so nothing stops a second delivery of one from crediting again", e.ID)
+	t.Fail(&mNoEventDedupe, "no row the consumer wrote holds the event's id %s: it keeps no record of the events it processed, so nothing stops a second delivery of one from crediting again", e.ID)
 }
 
 // isTable reports whether the witness's table name (schema.table) is name.
@@ -168,10 +168,10 @@ func isTable(qualified, name string) bool {
 // at its first write, until a Step or Open.
 func (t *trial) gate() *witness.Gate {
 	if !t.witness {
-		t.unknown("the database has no witness, so the grader cannot hold the consumer's transactions")
+		t.Unknown("the database has no witness, so the grader cannot hold the consumer's transactions")
 	}
 	g, err := witness.Close(t.ctx, t.db)
-	t.must(err)
+	t.Must(err)
 	return g
 }
 
@@ -186,7 +186,7 @@ func (t *trial) waitHeld(g *witness.Gate, p *pending) bool {
 	deadline, still := pace.After(heldBound), time.Time{}
 	for {
 		held, err := g.Waiting(t.ctx, t.db)
-		t.must(err)
+		t.Must(err)
 		switch {
 		case len(held) > 0:
 			return true
@@ -201,7 +201,7 @@ func (t *trial) waitHeld(g *witness.Gate, p *pending) bool {
 			still = time.Time{}
 		case deadline.Passed():
 			g.Open(t.ctx)
-			t.unknown("the delivery of %s was neither answered nor written within %s", p.d.Event.ID, heldBound)
+			t.Unknown("the delivery of %s was neither answered nor written within %s", p.d.Event.ID, heldBound)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -211,7 +211,7 @@ func (t *trial) waitHeld(g *witness.Gate, p *pending) bool {
 // statement, or in a transaction.
 func (t *trial) busy() int {
 	var n int
-	t.must(t.db.QueryRow(t.ctx, `SELECT count(*) FROM pg_stat_activity
+	t.Must(t.db.QueryRow(t.ctx, `SELECT count(*) FROM pg_stat_activity
 		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
 		  AND state IS DISTINCT FROM 'idle'`).Scan(&n))
 	return n
@@ -221,7 +221,7 @@ func (t *trial) busy() int {
 // lock: held at the gate, or behind another's row or key.
 func (t *trial) waiting() int {
 	var n int
-	t.must(t.db.QueryRow(t.ctx, `SELECT count(*) FROM pg_stat_activity
+	t.Must(t.db.QueryRow(t.ctx, `SELECT count(*) FROM pg_stat_activity
 		WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n))
 	return n
 }
@@ -233,13 +233,13 @@ func (t *trial) step(g *witness.Gate) {
 	deadline := pace.After(heldBound)
 	for {
 		shut, err := g.Shut()
-		t.must(err)
+		t.Must(err)
 		if shut {
 			return
 		}
 		if deadline.Passed() {
 			g.Open(t.ctx)
-			t.unknown("a transaction of the consumer let through the gate did not end within %s", heldBound)
+			t.Unknown("a transaction of the consumer let through the gate did not end within %s", heldBound)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -249,9 +249,9 @@ func (t *trial) step(g *witness.Gate) {
 // back), as a crash of the consumer's machine would.
 func (t *trial) endHeld(g *witness.Gate) {
 	held, err := g.Waiting(t.ctx, t.db)
-	t.must(err)
+	t.Must(err)
 	for _, w := range held {
 		_, err := t.db.Exec(t.ctx, "SELECT pg_terminate_backend($1)", w.PID)
-		t.must(err)
+		t.Must(err)
 	}
 }

@@ -41,10 +41,10 @@ func plain(t *trial) {
 	d := t.send(e)
 	t.books(t.twiceBecause(e, &mDedupeRace))
 	if !d.ok() {
-		t.fail(nil, "a good delivery, and the provider's redeliveries of it, were never answered 2xx (last: %s)", d.answer())
+		t.Fail(nil, "a good delivery, and the provider's redeliveries of it, were never answered 2xx (last: %s)", d.answer())
 	}
 	t.recordedWith(e)
-	t.pass("answered %d; %s credited once, the event recorded in the credit's transaction", d.Status, e.Payment)
+	t.Pass("answered %d; %s credited once, the event recorded in the credit's transaction", d.Status, e.Payment)
 }
 
 // again delivers e a second time (byte for byte when same), and judges
@@ -54,7 +54,7 @@ func (t *trial) again(e event, same bool) {
 	first := t.send(e)
 	if !first.ok() {
 		t.books(t.twiceBecause(e, &mDedupeRace))
-		t.fail(nil, "the first delivery, and the provider's redeliveries of it, were never answered 2xx (last: %s)", first.answer())
+		t.Fail(nil, "the first delivery, and the provider's redeliveries of it, were never answered 2xx (last: %s)", first.answer())
 	}
 	var second delivery
 	if same {
@@ -64,7 +64,7 @@ func (t *trial) again(e event, same bool) {
 	}
 	t.books(t.twiceBecause(e, &mDedupeRace))
 	if !second.ok() {
-		t.fail(&mDupRefused, "the second delivery of %s was %s: a duplicate must be answered 2xx, or the provider delivers it again and again", e.ID, second.answer())
+		t.Fail(&mDupRefused, "the second delivery of %s was %s: a duplicate must be answered 2xx, or the provider delivers it again and again", e.ID, second.answer())
 	}
 	t.recordedWith(e)
 }
@@ -72,13 +72,13 @@ func (t *trial) again(e event, same bool) {
 func redelivered(t *trial) {
 	e := t.payment(time.Now())
 	t.again(e, true)
-	t.pass("both deliveries answered 2xx; %s credited once", e.Payment)
+	t.Pass("both deliveries answered 2xx; %s credited once", e.Payment)
 }
 
 func lostAck(t *trial) {
 	e := t.payment(time.Now())
 	t.again(e, false)
-	t.pass("the redelivery answered 2xx; %s credited once", e.Payment)
+	t.Pass("the redelivery answered 2xx; %s credited once", e.Payment)
 }
 
 func twin(t *trial) {
@@ -89,10 +89,10 @@ func twin(t *trial) {
 	second := t.send(tw)
 	t.books(t.twiceBecause(e, &mNoPaymentDedupe))
 	if !first.ok() || !second.ok() {
-		t.fail(&mDupRefused, "the deliveries were %s and %s: both must be 2xx, the twin's too (it is processed: its payment is credited already)", first.answer(), second.answer())
+		t.Fail(&mDupRefused, "the deliveries were %s and %s: both must be 2xx, the twin's too (it is processed: its payment is credited already)", first.answer(), second.answer())
 	}
 	t.recordedWith(e)
-	t.pass("%s and its twin %s answered 2xx; %s credited once", e.ID, tw.ID, e.Payment)
+	t.Pass("%s and its twin %s answered 2xx; %s credited once", e.ID, tw.ID, e.Payment)
 }
 
 func outOfOrder(t *trial) {
@@ -104,14 +104,14 @@ func outOfOrder(t *trial) {
 	d2 := t.send(older)
 	t.quiet()
 	if c := t.readCredits(); c.rows[older.Payment] == 0 && c.rows[newer.Payment] > 0 && d2.ok() {
-		t.note("the bank after: %s; deposits %s", c.line, depositsLine(c.rows))
-		t.fail(&mOrder, "%s, whose event is an hour older than %s's, was answered %d but never credited", older.Payment, newer.Payment, d2.Status)
+		t.Note("the bank after: %s; deposits %s", c.line, depositsLine(c.rows))
+		t.Fail(&mOrder, "%s, whose event is an hour older than %s's, was answered %d but never credited", older.Payment, newer.Payment, d2.Status)
 	}
 	t.books(t.twiceBecause(newer, &mDedupeRace))
 	if !d1.ok() || !d2.ok() {
-		t.fail(nil, "the deliveries were %s and %s, not 2xx", d1.answer(), d2.answer())
+		t.Fail(nil, "the deliveries were %s and %s, not 2xx", d1.answer(), d2.answer())
 	}
-	t.pass("both credited once, the older event after the newer")
+	t.Pass("both credited once, the older event after the newer")
 }
 
 func forged(t *trial) { t.refused(t.payment(time.Now()), time.Time{}, true, &mUnsigned) }
@@ -127,9 +127,9 @@ func (t *trial) refused(e event, signedAt time.Time, forge bool, m *mistakes.Mis
 	d := t.deliverAs(e, signedAt, forge)
 	t.books(m)
 	if d.Status/100 != 4 {
-		t.fail(m, "it was %s: a delivery the provider did not sign now must be refused with a 4xx", d.answer())
+		t.Fail(m, "it was %s: a delivery the provider did not sign now must be refused with a 4xx", d.answer())
 	}
-	t.pass("refused: %d; nothing credited", d.Status)
+	t.Pass("refused: %d; nothing credited", d.Status)
 }
 
 func atOnce(t *trial)    { t.race(false) }
@@ -153,13 +153,13 @@ func (t *trial) race(timeout bool) {
 	if !t.waitHeld(g, first) {
 		t.wait(first)
 		t.books(nil)
-		t.fail(nil, "the first delivery was answered without a write: the payment must be credited in a transaction")
+		t.Fail(nil, "the first delivery was answered without a write: the payment must be credited in a transaction")
 	}
-	t.note("the first delivery's transaction is held at its first write")
+	t.Note("the first delivery's transaction is held at its first write")
 	t.answeredEarly(first, e)
 	if timeout {
 		<-first.done
-		t.note("the provider gave up on it after %s, and delivers the event again", wait)
+		t.Note("the provider gave up on it after %s, and delivers the event again", wait)
 	}
 	second := t.async(e, 3*pace.Stretch(providerTimeout))
 	deadline := pace.After(heldBound)
@@ -167,9 +167,9 @@ func (t *trial) race(timeout bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if second.answered() {
-		t.note("the second delivery was answered while the first was held")
+		t.Note("the second delivery was answered while the first was held")
 	} else {
-		t.note("the second delivery waits too (held at its first write, or behind the first's)")
+		t.Note("the second delivery waits too (held at its first write, or behind the first's)")
 	}
 	g.Open(t.ctx)
 	d1, d2 := t.wait(first), t.wait(second)
@@ -179,13 +179,13 @@ func (t *trial) race(timeout bool) {
 	}
 	t.books(t.twiceBecause(e, &mDedupeRace))
 	if !d1.ok() && !last.ok() {
-		t.fail(nil, "no delivery of %s was answered 2xx", e.ID)
+		t.Fail(nil, "no delivery of %s was answered 2xx", e.ID)
 	}
 	if !last.ok() {
-		t.fail(&mDupRefused, "the copy delivered while the first ran, and its redeliveries, were never answered 2xx (last: %s)", last.answer())
+		t.Fail(&mDupRefused, "the copy delivered while the first ran, and its redeliveries, were never answered 2xx (last: %s)", last.answer())
 	}
 	t.recordedWith(e)
-	t.pass("the first copy: %s; the second: %s; %s credited once", d1.answer(), d2.answer(), e.Payment)
+	t.Pass("the first copy: %s; the second: %s; %s credited once", d1.answer(), d2.answer(), e.Payment)
 }
 
 // twiceBecause is the mistake e's payment credited more than once in
@@ -200,7 +200,7 @@ func (t *trial) twiceBecause(e event, m *mistakes.Mistake) *mistakes.Mistake {
 	t.deliver(e)
 	t.quiet()
 	if t.readCredits().rows[e.Payment] > before {
-		t.note("delivered once more, alone, %s was credited again", e.ID)
+		t.Note("delivered once more, alone, %s was credited again", e.ID)
 		return &mNoEventDedupe
 	}
 	return m
@@ -213,7 +213,7 @@ func (t *trial) answeredEarly(p *pending, e event) {
 	time.Sleep(50 * time.Millisecond)
 	if p.answered() && p.d.ok() {
 		t.wait(p)
-		t.fail(&mAckEarly, "the delivery of %s was answered %d while the consumer's transaction was still open (held at its first write): the provider took it as done", e.ID, p.d.Status)
+		t.Fail(&mAckEarly, "the delivery of %s was answered %d while the consumer's transaction was still open (held at its first write): the provider took it as done", e.ID, p.d.Status)
 	}
 }
 
@@ -246,28 +246,28 @@ func killed(t *trial) {
 			d := t.wait(p)
 			t.books(nil)
 			if k == 1 {
-				t.fail(nil, "the delivery was %s without a single write: the credit must be written", d.answer())
+				t.Fail(nil, "the delivery was %s without a single write: the credit must be written", d.answer())
 			}
-			t.pass("killed at each of its %d transaction(s); after each restart the event, delivered again, was credited once", k-1)
+			t.Pass("killed at each of its %d transaction(s); after each restart the event, delivered again, was credited once", k-1)
 		}
 		t.answeredEarly(p, e)
 		t.consumer.Kill()
 		<-t.consumer.Child.Exited()
 		t.endHeld(g)
 		g.Open(t.ctx)
-		t.note("killed (SIGKILL) at the first write of its transaction %d for %s", k, e.ID)
+		t.Note("killed (SIGKILL) at the first write of its transaction %d for %s", k, e.ID)
 		t.wait(p)
-		t.must(t.consumer.Restart(t.ctx))
+		t.Must(t.consumer.Restart(t.ctx))
 		d := t.settle(e)
 		t.books(t.twiceBecause(e, &mDedupeRace))
 		c := t.readCredits()
 		if c.rows[e.Payment] == 0 {
-			t.fail(&mOutside, "after the restart the event %s, delivered again, was %s, and its payment was never credited: what the consumer committed before it was killed said it was done", e.ID, d.answer())
+			t.Fail(&mOutside, "after the restart the event %s, delivered again, was %s, and its payment was never credited: what the consumer committed before it was killed said it was done", e.ID, d.answer())
 		}
 		if !d.ok() {
-			t.fail(&mDupRefused, "after the restart the event %s, delivered again, was %s", e.ID, d.answer())
+			t.Fail(&mDupRefused, "after the restart the event %s, delivered again, was %s", e.ID, d.answer())
 		}
 		t.recordedWith(e)
 	}
-	t.pass("killed at each of its first %d transactions; each time the event, delivered again, was credited once", maxKillAt)
+	t.Pass("killed at each of its first %d transactions; each time the event, delivered again, was credited once", maxKillAt)
 }

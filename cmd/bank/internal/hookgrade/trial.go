@@ -10,31 +10,27 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/verdict"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/cmd/bank/internal/served"
 	"github.com/zudojs/bank/cmd/bank/internal/witness"
-	"github.com/zudojs/bank/scenarios/lab/mistakes"
 )
 
 // trial is one run of one check: a fresh database, the consumer started
 // on it, the provider delivering to it, and the card's line being written.
 type trial struct {
-	ctx      context.Context
-	cfg      *Config
-	db       *pgxpool.Pool // the grader's: the books, the witness, the gate
-	consumer *served.Process
-	prov     *provider
-	res      grade.Result
-	done     bool
-	witness  bool           // the database has the witness
-	want     map[string]int // each payment delivered: the credits it must have (0 or 1)
-	events   map[string]event
-	start    time.Time
-	paid     int // payments made up so far, for their references
+	ctx          context.Context
+	cfg          *Config
+	db           *pgxpool.Pool // the grader's: the books, the witness, the gate
+	consumer     *served.Process
+	prov         *provider
+	verdict.Line                // the check's line of the card
+	witness      bool           // the database has the witness
+	want         map[string]int // each payment delivered: the credits it must have (0 or 1)
+	events       map[string]event
+	start        time.Time
+	paid         int // payments made up so far, for their references
 }
-
-// stop ends the check's function: a verdict was given.
-type stop struct{}
 
 // runCheck runs one check once, on a fresh database and consumer.
 func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Result, err error) {
@@ -49,7 +45,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 	}
 	defer pool.Close()
 	t := &trial{ctx: ctx, cfg: cfg, db: pool, want: map[string]int{}, events: map[string]event{}, start: time.Now(),
-		res: grade.Result{Name: c.Name, Title: c.Title, Required: c.Required, See: c.See, Writes: -1, Evidence: []string{}}}
+		Line: verdict.New(c.Name, c.Title, c.Required, c.See)}
 	t.witness, err = witness.Installed(ctx, pool)
 	if err != nil {
 		return res, err
@@ -63,26 +59,14 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 	}
 	defer t.consumer.Kill()
 	t.prov = &provider{url: t.consumer.Base() + "/webhooks", key: key}
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(stop); !ok {
-					panic(r)
-				}
-			}
-		}()
-		c.run(t)
-	}()
+	t.Run(func() { c.run(t) })
 	if ctx.Err() != nil {
-		return t.res, ctx.Err()
+		return t.Result, ctx.Err()
 	}
-	if !t.done {
-		t.res.Verdict, t.res.Why = grade.Pass, "held"
+	if out := t.consumer.Output.LastLines(6); out != "" && t.Result.Verdict != grade.Pass {
+		t.Note("the consumer's last output: %s", strings.Join(strings.Split(strings.TrimSpace(out), "\n"), " | "))
 	}
-	if out := t.consumer.Output.LastLines(6); out != "" && t.res.Verdict != grade.Pass {
-		t.note("the consumer's last output: %s", strings.Join(strings.Split(strings.TrimSpace(out), "\n"), " | "))
-	}
-	return t.res, nil
+	return t.Result, nil
 }
 
 // payment makes up the next payment of the check: ₦5,000 to Bola, ₦3,000
@@ -128,7 +112,7 @@ func (t *trial) noteDelivery(d delivery) {
 	case time.Since(d.SignedAt) > time.Minute:
 		how = fmt.Sprintf(", webhook-timestamp %s old", time.Since(d.SignedAt).Round(time.Minute))
 	}
-	t.note("+%dms delivered %s (%s to account %d%s): %s", d.Sent.Sub(t.start).Milliseconds(), d.Event.ID, naira(d.Event.Kobo), d.Event.Account, how, d.answer())
+	t.Note("+%dms delivered %s (%s to account %d%s): %s", d.Sent.Sub(t.start).Milliseconds(), d.Event.ID, naira(d.Event.Kobo), d.Event.Account, how, d.answer())
 }
 
 // answer is what the consumer answered, in words.
@@ -211,37 +195,4 @@ func (t *trial) settle(e event) delivery {
 		}
 	}
 	return d
-}
-
-func (t *trial) note(format string, args ...any) {
-	t.res.Evidence = append(t.res.Evidence, fmt.Sprintf(format, args...))
-}
-
-func (t *trial) verdict(v, why string) {
-	if t.done {
-		return
-	}
-	t.done = true
-	t.res.Verdict, t.res.Why = v, why
-	panic(stop{})
-}
-
-// fail ends the check failed; m is the mistake the evidence fits, or nil.
-func (t *trial) fail(m *mistakes.Mistake, format string, args ...any) {
-	if m != nil {
-		t.res.Mistake, t.res.LooksLike, t.res.See = m.Name, m.Diagnosis, m.See
-	}
-	t.verdict(grade.Fail, fmt.Sprintf(format, args...))
-}
-
-func (t *trial) pass(format string, args ...any) { t.verdict(grade.Pass, fmt.Sprintf(format, args...)) }
-
-func (t *trial) unknown(format string, args ...any) {
-	t.verdict(grade.Unknown, fmt.Sprintf(format, args...))
-}
-
-func (t *trial) must(err error) {
-	if err != nil {
-		t.fail(nil, "the grader could not go on: %v", err)
-	}
 }

@@ -40,7 +40,7 @@ func plain(t *trial) {
 	t.waitDone(rows)
 	t.paidOnce(rows)
 	t.noteRail()
-	t.pass("each row paid once, under the reference stored in it, and done")
+	t.Pass("each row paid once, under the reference stored in it, and done")
 }
 
 // firstRow is the amount of the first row a check writes.
@@ -61,7 +61,7 @@ func thrown(kind faultKind) func(t *trial) {
 		t.waitDone(rows)
 		t.paidOnce(rows)
 		t.noteCalls(forRow(t.rail.log(), firstRow))
-		t.pass("the rail's answer to the first row was not one the worker could trust; it asked before sending again, and every row was paid once")
+		t.Pass("the rail's answer to the first row was not one the worker could trust; it asked before sending again, and every row was paid once")
 	}
 }
 
@@ -90,7 +90,7 @@ func railDown(t *trial) {
 	for time.Now().Before(until) {
 		if p := t.pending(rows); len(p) < len(rows) {
 			t.noteRail()
-			t.fail(&mDoneEarly, "a row was marked done while the rail was down and had paid nothing")
+			t.Fail(&mDoneEarly, "a row was marked done while the rail was down and had paid nothing")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -100,13 +100,13 @@ func railDown(t *trial) {
 			tries++
 		}
 	}
-	t.note("the first row was tried %d times in the %s the rail was down", tries, downFor)
+	t.Note("the first row was tried %d times in the %s the rail was down", tries, downFor)
 	if tries > tightLoop {
-		t.fail(&mNoBackoff, "the first row was sent %d times in the %s the rail was down: a worker that waits between tries (longer each time, a second at most) sends it a handful of times", tries, downFor)
+		t.Fail(&mNoBackoff, "the first row was sent %d times in the %s the rail was down: a worker that waits between tries (longer each time, a second at most) sends it a handful of times", tries, downFor)
 	}
 	t.waitDone(rows)
 	t.paidOnce(rows)
-	t.pass("the rows stayed pending while the rail was down (the first tried %d times), then were paid once each", tries)
+	t.Pass("the rows stayed pending while the rail was down (the first tried %d times), then were paid once each", tries)
 }
 
 // payoutTakes is how long the rail takes over each payout in
@@ -127,7 +127,7 @@ func twoWorkers(t *trial) {
 			byDoor[c.Door]++
 		}
 	}
-	t.pass("ten rows paid once each (worker 1 paid %d, worker 2 %d)", byDoor[1], byDoor[2])
+	t.Pass("ten rows paid once each (worker 1 paid %d, worker 2 %d)", byDoor[1], byDoor[2])
 }
 
 func refused(t *trial) {
@@ -143,7 +143,7 @@ func refused(t *trial) {
 	time.Sleep(pace.Stretch(time.Second)) // room for a resend
 	if len(t.pending(rows[:1])) == 0 {
 		t.noteRail()
-		t.fail(&mDoneEarly, "the row the rail refused was marked done")
+		t.Fail(&mDoneEarly, "the row the rail refused was marked done")
 	}
 	sent := 0
 	for _, c := range forRow(t.rail.log(), firstRow) {
@@ -153,9 +153,9 @@ func refused(t *trial) {
 	}
 	if sent > 1 {
 		t.noteRail()
-		t.fail(&mRetried, "the row the rail refused (422) was sent %d times", sent)
+		t.Fail(&mRetried, "the row the rail refused (422) was sent %d times", sent)
 	}
-	t.pass("the refused row was sent once and left pending; the other was paid")
+	t.Pass("the refused row was sent once and left pending; the other was paid")
 }
 
 // maxKillAt bounds the writes the killed check kills the worker at.
@@ -172,19 +172,19 @@ const heldBound = 10 * time.Second
 // its reference before any resend.
 func killed(t *trial) {
 	if !t.witness {
-		t.unknown("the database has no witness, so the grader cannot stop the worker at its writes")
+		t.Unknown("the database has no witness, so the grader cannot stop the worker at its writes")
 	}
 	if t.rail == nil {
 		t.serve(nil)
 	}
 	url, err := t.rail.open()
-	t.must(err)
+	t.Must(err)
 	w := &worker{url: url}
 	t.workers = append(t.workers, w)
 	for k := 1; k <= maxKillAt; k++ {
 		rows := t.add(1)
 		g, err := witness.Close(t.ctx, t.db)
-		t.must(err)
+		t.Must(err)
 		t.run(w)
 		finished := false
 		for step := 1; step <= k; step++ {
@@ -200,25 +200,25 @@ func killed(t *trial) {
 			g.Open(t.ctx)
 			t.paidOnce(t.rows)
 			if k == 1 {
-				t.fail(nil, "row %d was done without a single write of the worker's", rows[0].ID)
+				t.Fail(nil, "row %d was done without a single write of the worker's", rows[0].ID)
 			}
 			w.child.Kill()
 			<-w.child.Exited()
-			t.pass("killed at each of its %d transaction(s) for a row; started again each time, it paid every row once", k-1)
+			t.Pass("killed at each of its %d transaction(s) for a row; started again each time, it paid every row once", k-1)
 		}
 		w.child.Kill()
 		<-w.child.Exited()
 		t.kills = append(t.kills, time.Now())
 		t.endHeld(g)
 		g.Open(t.ctx)
-		t.note("killed (SIGKILL) at the first write of its transaction %d for row %d", k, rows[0].ID)
+		t.Note("killed (SIGKILL) at the first write of its transaction %d for row %d", k, rows[0].ID)
 		t.run(w)
 		t.waitDone(rows)
 		w.child.Kill()
 		<-w.child.Exited()
 		t.paidOnce(t.rows)
 	}
-	t.pass("killed at each of its first %d transactions for a row; started again each time, it paid every row once", maxKillAt)
+	t.Pass("killed at each of its first %d transactions for a row; started again each time, it paid every row once", maxKillAt)
 }
 
 // waitHeld waits until a transaction of the worker is held at the gate
@@ -227,7 +227,7 @@ func (t *trial) waitHeld(g *witness.Gate, r row) bool {
 	deadline := pace.After(heldBound)
 	for {
 		held, err := g.Waiting(t.ctx, t.db)
-		t.must(err)
+		t.Must(err)
 		switch {
 		case len(held) > 0:
 			return true
@@ -236,7 +236,7 @@ func (t *trial) waitHeld(g *witness.Gate, r row) bool {
 		case deadline.Passed():
 			g.Open(t.ctx)
 			t.noteRail()
-			t.unknown("the worker neither wrote nor finished row %d within %s", r.ID, heldBound)
+			t.Unknown("the worker neither wrote nor finished row %d within %s", r.ID, heldBound)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -249,13 +249,13 @@ func (t *trial) step(g *witness.Gate) {
 	deadline := pace.After(heldBound)
 	for {
 		shut, err := g.Shut()
-		t.must(err)
+		t.Must(err)
 		if shut {
 			return
 		}
 		if deadline.Passed() {
 			g.Open(t.ctx)
-			t.unknown("a transaction of the worker let through the gate did not end within %s", heldBound)
+			t.Unknown("a transaction of the worker let through the gate did not end within %s", heldBound)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -264,9 +264,9 @@ func (t *trial) step(g *witness.Gate) {
 // endHeld ends the sessions held at the gate, as the worker's crash does.
 func (t *trial) endHeld(g *witness.Gate) {
 	held, err := g.Waiting(t.ctx, t.db)
-	t.must(err)
+	t.Must(err)
 	for _, h := range held {
 		_, err := t.db.Exec(t.ctx, "SELECT pg_terminate_backend($1)", h.PID)
-		t.must(err)
+		t.Must(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/verdict"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/cmd/bank/internal/witness"
 	"github.com/zudojs/bank/scenarios/lab/mistakes"
@@ -21,19 +22,18 @@ import (
 // trial is one run of one check: a fresh database, the rail, the workers
 // started on them, and the card's line being written.
 type trial struct {
-	ctx       context.Context
-	cfg       *Config
-	db        *pgxpool.Pool // the grader's: the outbox, the witness, the gate
-	workerURL string
-	rail      *rail
-	workers   []*worker
-	res       grade.Result
-	done      bool
-	witness   bool
-	timeout   time.Duration // RAIL_TIMEOUT_MS, stretched by the load
-	rows      []row
-	start     time.Time
-	kills     []time.Time // when the grader killed a worker
+	ctx          context.Context
+	cfg          *Config
+	db           *pgxpool.Pool // the grader's: the outbox, the witness, the gate
+	workerURL    string
+	rail         *rail
+	workers      []*worker
+	verdict.Line // the check's line of the card
+	witness      bool
+	timeout      time.Duration // RAIL_TIMEOUT_MS, stretched by the load
+	rows         []row
+	start        time.Time
+	kills        []time.Time // when the grader killed a worker
 }
 
 // worker is one process of the learner's worker, and its door to the rail.
@@ -49,8 +49,6 @@ type row struct {
 	Account, Kobo int64
 }
 
-type stop struct{}
-
 // runCheck runs one check once, on a fresh database.
 func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Result, err error) {
 	url, workerURL, drop, err := cfg.NewDatabase(ctx, fmt.Sprintf("payout-%s-%d", c.Name, n))
@@ -64,7 +62,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 	}
 	defer pool.Close()
 	t := &trial{ctx: ctx, cfg: cfg, db: pool, workerURL: workerURL, start: time.Now(), timeout: pace.Stretch(cfg.RailTimeout).Round(time.Millisecond),
-		res: grade.Result{Name: c.Name, Title: c.Title, Required: c.Required, See: c.See, Writes: -1, Evidence: []string{}}}
+		Line: verdict.New(c.Name, c.Title, c.Required, c.See)}
 	if t.witness, err = witness.Installed(ctx, pool); err != nil {
 		return res, err
 	}
@@ -76,23 +74,11 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 			t.rail.close()
 		}
 	}()
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(stop); !ok {
-					panic(r)
-				}
-			}
-		}()
-		c.run(t)
-	}()
+	t.Run(func() { c.run(t) })
 	if ctx.Err() != nil {
-		return t.res, ctx.Err()
+		return t.Result, ctx.Err()
 	}
-	if !t.done {
-		t.res.Verdict, t.res.Why = grade.Pass, "held"
-	}
-	return t.res, nil
+	return t.Result, nil
 }
 
 // serve makes the check's rail, with its plan.
@@ -105,7 +91,7 @@ func (t *trial) startWorker() *worker {
 		t.serve(nil)
 	}
 	url, err := t.rail.open()
-	t.must(err)
+	t.Must(err)
 	w := &worker{url: url}
 	t.run(w)
 	t.workers = append(t.workers, w)
@@ -118,7 +104,7 @@ func (t *trial) run(w *worker) {
 		"DATABASE_URL=" + t.workerURL, "RAIL_URL=" + w.url, "RAIL_TIMEOUT_MS=" + strconv.FormatInt(t.timeout.Milliseconds(), 10)}}
 	child, err := spec.Start(context.WithoutCancel(t.ctx))
 	if err != nil {
-		t.fail(nil, "cannot start %s: %v; check the command after --", t.cfg.Command[0], err)
+		t.Fail(nil, "cannot start %s: %v; check the command after --", t.cfg.Command[0], err)
 	}
 	w.child, w.output = child, spec.Output
 }
@@ -129,7 +115,7 @@ func (t *trial) add(n int) []row {
 	var rows []row
 	for range n {
 		r := row{Account: 2, Kobo: int64(100_000 + 100*len(t.rows))}
-		t.must(t.db.QueryRow(t.ctx, "INSERT INTO payout_outbox (account_id, amount_kobo) VALUES ($1, $2) RETURNING id", r.Account, r.Kobo).Scan(&r.ID))
+		t.Must(t.db.QueryRow(t.ctx, "INSERT INTO payout_outbox (account_id, amount_kobo) VALUES ($1, $2) RETURNING id", r.Account, r.Kobo).Scan(&r.ID))
 		t.rows = append(t.rows, r)
 		rows = append(rows, r)
 	}
@@ -151,7 +137,7 @@ func (t *trial) waitDone(rows []row) {
 		}
 		if t.exited() != nil {
 			t.noteRail()
-			t.fail(nil, "the worker exited (%s) with rows %v still pending", t.exited(), pending)
+			t.Fail(nil, "the worker exited (%s) with rows %v still pending", t.exited(), pending)
 		}
 		if deadline.Passed() {
 			// What the rail saw may say already why they are not done.
@@ -160,9 +146,9 @@ func (t *trial) waitDone(rows []row) {
 			}
 			t.noteRail()
 			if deadline.Busy() {
-				t.unknown("rows %v were not done within %s, and the machine was too busy to tell whether they ever would be", pending, doneBound)
+				t.Unknown("rows %v were not done within %s, and the machine was too busy to tell whether they ever would be", pending, doneBound)
 			}
-			t.fail(nil, "rows %v were not done within %s of being written", pending, doneBound)
+			t.Fail(nil, "rows %v were not done within %s of being written", pending, doneBound)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -192,7 +178,7 @@ func (t *trial) pending(rows []row) []int64 {
 	var out []int64
 	for _, r := range rows {
 		var status string
-		t.must(t.db.QueryRow(t.ctx, "SELECT status FROM payout_outbox WHERE id = $1", r.ID).Scan(&status))
+		t.Must(t.db.QueryRow(t.ctx, "SELECT status FROM payout_outbox WHERE id = $1", r.ID).Scan(&status))
 		if status != "done" {
 			out = append(out, r.ID)
 		}
@@ -209,7 +195,7 @@ func (t *trial) paidOnce(rows []row) {
 	for _, r := range rows {
 		var ref *string
 		var status string
-		t.must(t.db.QueryRow(t.ctx, "SELECT reference, status FROM payout_outbox WHERE id = $1", r.ID).Scan(&ref, &status))
+		t.Must(t.db.QueryRow(t.ctx, "SELECT reference, status FROM payout_outbox WHERE id = $1", r.ID).Scan(&ref, &status))
 		mine := forRow(calls, r.Kobo)
 		refs, paid, doors := map[string]bool{}, 0, map[int]bool{}
 		for _, c := range mine {
@@ -224,19 +210,19 @@ func (t *trial) paidOnce(rows []row) {
 		switch {
 		case paid > 1 && len(doors) > 1:
 			t.noteCalls(mine)
-			t.fail(&mNoClaim, "row %d (%s) was paid %d times, sent by %d workers: each row must be sent by one worker only", r.ID, bank.Naira(r.Kobo), paid, len(doors))
+			t.Fail(&mNoClaim, "row %d (%s) was paid %d times, sent by %d workers: each row must be sent by one worker only", r.ID, bank.Naira(r.Kobo), paid, len(doors))
 		case paid > 1:
 			t.noteCalls(mine)
-			t.fail(t.newRefs(r, mine), "row %d (%s) was paid %d times, under %d references: one reference per row, the same on every attempt, lets the rail pay it once", r.ID, bank.Naira(r.Kobo), paid, len(refs))
+			t.Fail(t.newRefs(r, mine), "row %d (%s) was paid %d times, under %d references: one reference per row, the same on every attempt, lets the rail pay it once", r.ID, bank.Naira(r.Kobo), paid, len(refs))
 		case paid == 0:
 			t.noteCalls(mine)
-			t.fail(&mDoneEarly, "row %d (%s) is %s, but the rail never paid it", r.ID, bank.Naira(r.Kobo), status)
+			t.Fail(&mDoneEarly, "row %d (%s) is %s, but the rail never paid it", r.ID, bank.Naira(r.Kobo), status)
 		case len(refs) > 1:
 			t.noteCalls(mine)
-			t.fail(t.newRefs(r, mine), "row %d was sent under %d references: one reference per row, the same on every attempt", r.ID, len(refs))
+			t.Fail(t.newRefs(r, mine), "row %d was sent under %d references: one reference per row, the same on every attempt", r.ID, len(refs))
 		case ref == nil || !refs[*ref]:
 			t.noteCalls(mine)
-			t.fail(nil, "row %d's reference column is %s, not the reference the rail paid", r.ID, quoted(ref))
+			t.Fail(nil, "row %d's reference column is %s, not the reference the rail paid", r.ID, quoted(ref))
 		}
 		t.askedFirst(r, mine)
 	}
@@ -251,7 +237,7 @@ func (t *trial) newRefs(r row, mine []call) *mistakes.Mistake {
 		return &mNewReference
 	}
 	writes, err := witness.Since(t.ctx, t.db, 0)
-	t.must(err)
+	t.Must(err)
 	for _, c := range mine {
 		if c.Method != http.MethodPost {
 			continue
@@ -263,7 +249,7 @@ func (t *trial) newRefs(r row, mine []call) *mistakes.Mistake {
 			}
 		}
 		if !stored {
-			t.note("the reference %s went to the rail before any committed write stored it in row %d", c.Reference, r.ID)
+			t.Note("the reference %s went to the rail before any committed write stored it in row %d", c.Reference, r.ID)
 			return &mNotStored
 		}
 	}
@@ -285,7 +271,7 @@ func (t *trial) askedFirst(r row, mine []call) {
 		switch {
 		case c.Method == http.MethodPost && (unknown[c.Reference] || t.killedBetween(sent[c.Reference], c.At)):
 			t.noteCalls(mine)
-			t.fail(&mResent, "row %d's reference %s was sent again after an answer that did not say whether it was paid (or after the worker was killed), without asking GET /payouts/%s first", r.ID, c.Reference, c.Reference)
+			t.Fail(&mResent, "row %d's reference %s was sent again after an answer that did not say whether it was paid (or after the worker was killed), without asking GET /payouts/%s first", r.ID, c.Reference, c.Reference)
 		case c.Method == http.MethodPost:
 			unknown[c.Reference] = c.Status == 0 || c.Status >= 500 || c.Status == http.StatusConflict
 			sent[c.Reference] = c.At
@@ -315,7 +301,7 @@ func quoted(s *string) string {
 
 func (t *trial) noteCalls(calls []call) {
 	for _, c := range calls {
-		t.note("+%dms %s", c.At.Sub(t.start).Milliseconds(), c)
+		t.Note("+%dms %s", c.At.Sub(t.start).Milliseconds(), c)
 	}
 }
 
@@ -326,39 +312,7 @@ func (t *trial) noteRail() {
 	}
 	for i, w := range t.workers {
 		if out := strings.TrimSpace(w.output.LastLines(6)); out != "" {
-			t.note("worker %d's last output: %s", i+1, strings.Join(strings.Split(out, "\n"), " | "))
+			t.Note("worker %d's last output: %s", i+1, strings.Join(strings.Split(out, "\n"), " | "))
 		}
-	}
-}
-
-func (t *trial) note(format string, args ...any) {
-	t.res.Evidence = append(t.res.Evidence, fmt.Sprintf(format, args...))
-}
-
-func (t *trial) verdict(v, why string) {
-	if t.done {
-		return
-	}
-	t.done = true
-	t.res.Verdict, t.res.Why = v, why
-	panic(stop{})
-}
-
-func (t *trial) fail(m *mistakes.Mistake, format string, args ...any) {
-	if m != nil {
-		t.res.Mistake, t.res.LooksLike, t.res.See = m.Name, m.Diagnosis, m.See
-	}
-	t.verdict(grade.Fail, fmt.Sprintf(format, args...))
-}
-
-func (t *trial) pass(format string, args ...any) { t.verdict(grade.Pass, fmt.Sprintf(format, args...)) }
-
-func (t *trial) unknown(format string, args ...any) {
-	t.verdict(grade.Unknown, fmt.Sprintf(format, args...))
-}
-
-func (t *trial) must(err error) {
-	if err != nil {
-		t.fail(nil, "the grader could not go on: %v", err)
 	}
 }
