@@ -242,31 +242,16 @@ func (t *trial) waitHeld(g *witness.Gate, r row) bool {
 	}
 }
 
-// step lets the held transactions go on, and waits until the gate is
-// shut again behind them.
+// step lets the transactions held at the gate go on, and waits until the
+// gate is shut again behind them.
 func (t *trial) step(g *witness.Gate) {
-	g.Step(t.ctx)
-	deadline := pace.After(heldBound)
-	for {
-		shut, err := g.Shut()
-		t.Must(err)
-		if shut {
-			return
-		}
-		if deadline.Passed() {
-			g.Open(t.ctx)
-			t.Unknown("a transaction of the worker let through the gate did not end within %s", heldBound)
-		}
-		time.Sleep(10 * time.Millisecond)
+	shut, err := g.Let(t.ctx, pace.Stretch(heldBound))
+	t.Must(err)
+	if !shut {
+		g.Open(t.ctx)
+		t.Unknown("a transaction of the worker's let through the gate did not end within %s", heldBound)
 	}
 }
 
-// endHeld ends the sessions held at the gate, as the worker's crash does.
-func (t *trial) endHeld(g *witness.Gate) {
-	held, err := g.Waiting(t.ctx, t.db)
-	t.Must(err)
-	for _, h := range held {
-		_, err := t.db.Exec(t.ctx, "SELECT pg_terminate_backend($1)", h.PID)
-		t.Must(err)
-	}
-}
+// endHeld ends the sessions held at the gate, as a crash does.
+func (t *trial) endHeld(g *witness.Gate) { t.Must(g.EndHeld(t.ctx, t.db)) }

@@ -308,3 +308,37 @@ func IsUnavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.Is(err, ErrUnavailable) || errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
+
+// Let lets the transactions held now go on (Step) and waits until the gate
+// is shut again behind them: false when that took longer than bound.
+func (g *Gate) Let(ctx context.Context, bound time.Duration) (bool, error) {
+	g.Step(ctx)
+	deadline := time.Now().Add(bound)
+	for {
+		shut, err := g.Shut()
+		if err != nil || shut {
+			return shut, err
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// EndHeld ends the sessions held at the gate (their transactions roll
+// back), as a crash of the program's machine would, read and ended with q.
+func (g *Gate) EndHeld(ctx context.Context, q Querier) error {
+	held, err := g.Waiting(ctx, q)
+	if err != nil {
+		return err
+	}
+	for _, w := range held {
+		rows, err := q.Query(ctx, "SELECT pg_terminate_backend($1)", w.PID)
+		if err != nil {
+			return fmt.Errorf("the gate: %w", err)
+		}
+		rows.Close()
+	}
+	return nil
+}
