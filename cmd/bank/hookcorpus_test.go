@@ -164,3 +164,17 @@ func TestWebhookStarters(t *testing.T) {
 		})
 	}
 }
+
+// TestGradeWebhookCannotStart: a consumer that exits before it listens is
+// the environment's failure (exit 3), said in one sentence with what it
+// wrote last, never the lab's own.
+func TestGradeWebhookCannotStart(t *testing.T) {
+	t.Parallel()
+	cmd := command(t, pgtest.CacheDir(t), "grade", "webhook", "--only", "plain", "--", "sh", "-c", "echo no database driver >&2; exit 3")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if code := exitOf(err); code != 3 || !strings.Contains(stderr.String(), "the consumer exited (exit status 3) before it listened on its PORT") || !strings.Contains(stderr.String(), "no database driver") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 3, why, and its last output", code, stderr.String())
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/zudojs/bank/cmd/bank/internal/grade/card"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/starter"
 	"github.com/zudojs/bank/cmd/bank/internal/names"
+	"github.com/zudojs/bank/cmd/bank/internal/served"
 	"github.com/zudojs/bank/scenarios/lab/pgserver"
 )
 
@@ -204,6 +205,20 @@ func (gr Grader) grading(ctx context.Context, h Host, f flags, c Common) error {
 	}
 	start := time.Now()
 	rep, err := gr.Run(ctx, c)
+	var se *served.StartError
+	if errors.As(err, &se) {
+		// The program would not start: the environment's failure, not a
+		// verdict, said with what it wrote last.
+		msg := "bank: " + se.Why
+		if out := strings.TrimSpace(se.Stderr); out != "" {
+			msg += "\nits last output:\n  " + strings.ReplaceAll(out, "\n", "\n  ")
+		}
+		fmt.Fprintln(h.Err, msg)
+		if se.Busy {
+			return exitcode.Silent{Code: exitcode.Unknown}
+		}
+		return exitcode.Silent{Code: exitcode.Env}
+	}
 	if err != nil {
 		return err
 	}
