@@ -24,7 +24,7 @@ test: node-server
 # installed with npm ci when a lock file changes. Without npm, their tests
 # say they did not run.
 # testdata/exercises/node: the lesson's practice solutions on pg, which bank exercise's tests check.
-NODE_DIRS = testdata/grade/node-server testdata/grade/node-redis testdata/grade/node-phases testdata/exercises/node testdata/webhooks/node
+NODE_DIRS = testdata/grade/node-server testdata/grade/node-redis testdata/grade/node-phases testdata/exercises/node testdata/webhooks/node testdata/payouts/node
 node-server: $(NODE_DIRS:%=%/node_modules/.package-lock.json)
 %/node_modules/.package-lock.json: %/package-lock.json
 	@if command -v npm >/dev/null; then \

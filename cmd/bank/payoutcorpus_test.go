@@ -42,3 +42,57 @@ func TestPayoutStarters(t *testing.T) {
 		})
 	}
 }
+
+// payoutCorpus is the worker of testdata/payouts/lang, as a command.
+func payoutCorpus(t *testing.T, lang string) []string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "payouts", lang))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch lang {
+	case "python":
+		return []string{python(t), filepath.Join(dir, "worker.py")}
+	case "go":
+		return []string{goBuild(t, dir)}
+	case "node":
+		return []string{node(t, dir, "pg"), filepath.Join(dir, "worker.mjs")}
+	}
+	t.Fatalf("no worker in %s", lang)
+	return nil
+}
+
+func TestGradePayoutCorpus(t *testing.T) {
+	t.Parallel()
+	for _, m := range []struct {
+		lang, mistake string
+		want          mistaken
+	}{
+		{"python", "", mistaken{}},
+		{"python", "new-reference-per-attempt", mistaken{fail: each([]string{"lost-reply", "server-error", "rail-down", "killed"}, "new-reference-per-attempt")}},
+		// After a restart it asks as it should: killed holds.
+		{"python", "resend-without-asking", mistaken{fail: each([]string{"lost-reply", "server-error", "rail-down"}, "resent-without-asking")}},
+		{"python", "done-on-failure", mistaken{fail: each([]string{"rail-down", "refused"}, "done-without-rail")}},
+		{"python", "no-claim", mistaken{fail: map[string]string{"two-workers": "no-claim"}}},
+		{"node", "", mistaken{}},
+		{"node", "reference-not-stored", mistaken{fail: map[string]string{"killed": "reference-not-stored"}}},
+		// Done at its claim: whether the rail has paid by the time the
+		// grader reads the row is a race, but where the rail is down or
+		// refuses, or the worker is killed, it never has.
+		{"node", "done-before-rail", mistaken{fail: each([]string{"rail-down", "killed", "refused"}, "done-without-rail"),
+			maybe: []string{"plain", "lost-reply", "server-error", "two-workers"}}},
+		{"node", "no-backoff", mistaken{fail: map[string]string{"rail-down": "no-backoff"}}},
+		{"go", "", mistaken{}},
+		// The reference's compare-and-set keeps both workers on one
+		// reference: paid once, but sent by both.
+		{"go", "no-claim", mistaken{fail: map[string]string{"two-workers": "no-claim"}}},
+		// Only its start-up resends without asking.
+		{"go", "resend-without-asking", mistaken{fail: map[string]string{"killed": "resent-without-asking"}}},
+		{"go", "new-reference-per-attempt", mistaken{fail: each([]string{"lost-reply", "server-error", "rail-down", "killed"}, "new-reference-per-attempt")}},
+	} {
+		t.Run(m.lang+"/"+m.mistake, func(t *testing.T) {
+			t.Parallel()
+			programGraded(t, "payout", len(payoutgrade.Checks), []string{"WORKER_MISTAKE=" + m.mistake}, m.want, payoutCorpus(t, m.lang))
+		})
+	}
+}

@@ -178,7 +178,7 @@ var Catalogue = []Mistake{
 		Diagnosis: "marked done without the rail's word: a row the rail never paid is closed, and its money never leaves",
 		See:       "bank scenario rails"},
 	{Name: "no-claim", Summary: "two workers on one row",
-		Diagnosis: "no claim on the row: two workers sent it, each under its own reference, and it was paid twice",
+		Diagnosis: "no claim on the row: two workers both sent it, and only a rail that refuses a reference twice, or luck, keeps it from being paid twice",
 		See:       "bank scenario outbox"},
 	{Name: "reference-not-stored", Summary: "the rail's reference not stored before sending",
 		Diagnosis: "the reference not stored before the first send: a worker killed and started again made a new one, and the rail paid the row twice",

@@ -66,7 +66,9 @@ func (l *Line) Fail(m *mistakes.Mistake, format string, args ...any) {
 func (l *Line) Pass(format string, args ...any) { l.end(grade.Pass, fmt.Sprintf(format, args...)) }
 
 // Unknown ends the check unable to tell.
-func (l *Line) Unknown(format string, args ...any) { l.end(grade.Unknown, fmt.Sprintf(format, args...)) }
+func (l *Line) Unknown(format string, args ...any) {
+	l.end(grade.Unknown, fmt.Sprintf(format, args...))
+}
 
 // Must fails the check when err is not nil: the grader could not go on.
 func (l *Line) Must(err error) {
