@@ -1,7 +1,6 @@
 package payoutgrade
 
 import (
-	"math"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -29,7 +28,7 @@ var Checks = []Check{
 	{Name: "plain", Title: "three rows: each paid once, under the reference stored in it, and done", Required: true, See: "bank scenario rails", run: plain},
 	{Name: "lost-reply", Title: "the rail pays, and its answer is lost: asked about (GET) before any resend, paid once", Required: true, See: "bank scenario rails", run: thrown(lose)},
 	{Name: "server-error", Title: "the rail pays, then answers 500: asked about before any resend, paid once", Required: true, See: "bank scenario rails", run: thrown(fail500)},
-	{Name: "rail-down", Title: "the rail down for two seconds: rows pending meanwhile, tries spaced out, then paid once", Required: true, See: "bank scenario rails", run: railDown},
+	{Name: "rail-down", Title: "the rail down for two seconds from the first send: rows pending meanwhile, tries spaced out, then paid once", Required: true, See: "bank scenario rails", run: railDown},
 	{Name: "killed", Title: "the worker killed (SIGKILL) at each of its writes, started again: each row paid once", Required: true, See: "bank scenario rails", run: killed},
 	{Name: "two-workers", Title: "two workers at once on ten rows: each row sent by one of them, paid once", Required: true, See: "bank scenario rails", run: twoWorkers},
 	{Name: "refused", Title: "a payout the rail refuses (422): left pending, not sent again (recommended)", See: "bank scenario rails", run: refused},
@@ -75,20 +74,33 @@ const (
 )
 
 func railDown(t *trial) {
-	// Down from before the rows are written until downFor after: however
-	// long the worker took to start, it meets the rail down.
-	var upAt atomic.Int64
-	upAt.Store(math.MaxInt64)
+	// Down from the first send of the first row until downFor after it:
+	// however long the worker took to start and get there, it meets the
+	// rail down for that long.
+	var firstAt atomic.Int64
 	t.serve(func(c call, n int) faultKind {
-		if time.Now().UnixNano() < upAt.Load() {
+		if c.Kobo == firstRow {
+			firstAt.CompareAndSwap(0, c.At.UnixNano())
+		}
+		if f := firstAt.Load(); f == 0 || c.At.UnixNano() < f+int64(downFor) {
 			return down
 		}
 		return pass
 	})
 	t.startWorker()
-	until := time.Now().Add(downFor)
-	upAt.Store(until.UnixNano())
 	rows := t.add(2)
+	deadline := pace.After(doneBound)
+	for firstAt.Load() == 0 {
+		if deadline.Passed() {
+			t.noteRail()
+			if deadline.Busy() {
+				t.Unknown("the worker sent no row within %s, and the machine was too busy to tell whether it ever would", doneBound)
+			}
+			t.Fail(nil, "the worker sent no row within %s of its being written", doneBound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	until := time.Unix(0, firstAt.Load()).Add(downFor)
 	for time.Now().Before(until) {
 		if p := t.pending(rows); len(p) < len(rows) {
 			t.noteRail()
