@@ -173,9 +173,9 @@ func TestDependencyRules(t *testing.T) {
 			"the starters are files written from the contract, their --starter errors exitcode's with names' suggestions; only their tests reach further, grading them with the bank binary on pgtest's caches"},
 		"htmlpage": {[]string{"cmd/bank/internal/exitcode", "cmd/bank/internal/outfile", "scenarios/lab/render"},
 			"the --html page is render's drawing of the runs, written by outfile; a bad path is a usage error"},
-		"payoutgrade": {[]string{"cmd/bank/internal/grade/verdict", "bank", "cmd/bank/internal/grade", "cmd/bank/internal/grade/card", "cmd/bank/internal/grade/gradecmd", "cmd/bank/internal/grade/starter", "cmd/bank/internal/witness",
+		"payoutgrade": {[]string{"cmd/bank/internal/grade/verdict", "bank", "cmd/bank/internal/grade", "cmd/bank/internal/grade/card", "cmd/bank/internal/grade/gradecmd", "cmd/bank/internal/grade/starter", "cmd/bank/internal/witness", "cmd/bank/internal/served",
 			"cmd/bank/internal/pace", "cmd/bank/internal/exitcode", "scenarios/lab/mistakes", "scenarios/lab/pgserver", "scenarios/lab/procs"},
-			"payoutgrade runs the learner's worker through procs on the bank's seed and its outbox, plays the rail, holds and reads the worker's writes with the witness, names the catalogue's mistakes and writes grade's Report; its command is gradecmd's"},
+			"payoutgrade runs the learner's worker through procs on the bank's seed and its outbox, plays the rail, holds and reads the worker's writes with the witness, tells its sessions by the sockets served reads, names the catalogue's mistakes and writes grade's Report; its command is gradecmd's"},
 		"hops": {[]string{"cmd/bank/internal/grade", "cmd/bank/internal/outfile", "cmd/bank/internal/exitcode", "scenarios/lab/render"},
 			"the learner's progress is grade's Reports kept by outfile, said folded as render folds; its errors exitcode's"},
 		"httpserve": {nil, "a server's lifetime is net/http's business only"},
@@ -196,7 +196,7 @@ func TestDependencyRules(t *testing.T) {
 			"a learner's program that listens is started through procs, its limits following pace"},
 		"witness": {[]string{"scenarios/lab/pgserver", "scenarios/lab/pgserver/pgtest"},
 			"the witness is SQL and its reader: it knows no lesson (its tests run on pgtest's PostgreSQL)"},
-		"torture": {[]string{"bank/audit", "bank/client", "scenarios/lab", "scenarios/lab/procs", "scenarios/lab/mistakes"},
+		"torture": {[]string{"bank/audit", "bank/client", "cmd/bank/internal/witness", "scenarios/lab", "scenarios/lab/procs", "scenarios/lab/mistakes"},
 			"torture sends as the client does, runs bank serve replicas (started as the lab starts them), checks the books and names what it saw from the catalogue of mistakes"},
 	}
 	for pkg, deps := range imports {

@@ -47,6 +47,7 @@ const (
 	mistakeNoClaim = "no-claim"
 	mistakeResend  = "resend-without-asking"
 	mistakeNewRef  = "new-reference-per-attempt"
+	mistakeNoWait  = "no-backoff"
 )
 
 func main() {
@@ -67,7 +68,7 @@ func main() {
 	}
 	mistake := os.Getenv("WORKER_MISTAKE")
 	switch mistake {
-	case "", mistakeNoClaim, mistakeResend, mistakeNewRef:
+	case "", mistakeNoClaim, mistakeResend, mistakeNewRef, mistakeNoWait:
 	default:
 		lg.Fatalf("WORKER_MISTAKE=%q: not a known mistake", mistake)
 	}

@@ -276,7 +276,7 @@ func (w *worker) payRow(ctx context.Context, conn *pgxpool.Conn, row *outboxRow)
 // call makes one rail request, first waiting out the current back-off. It
 // returns false, without a request, if the worker is stopping.
 func (w *worker) call(ctx context.Context, req func() answer) (answer, bool) {
-	if w.wait > 0 && !sleep(ctx, w.wait) {
+	if w.wait > 0 && w.mistake != mistakeNoWait && !sleep(ctx, w.wait) { // MISTAKE no-backoff: straight on
 		return answer{}, false
 	}
 	if ctx.Err() != nil {

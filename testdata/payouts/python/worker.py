@@ -25,6 +25,7 @@ MISTAKES = (
     "resend-without-asking",
     "done-on-failure",
     "no-claim",
+    "no-backoff",
 )
 MISTAKE = os.environ.get("WORKER_MISTAKE", "")
 
@@ -197,7 +198,8 @@ def pay(db, rail, row, refused):
             if code == 404:
                 ask_first = False          # never received: safe to send
             else:                          # 5xx, no answer, not (yet) paid: ask later
-                nap(wait)
+                if MISTAKE != "no-backoff":  # MISTAKE no-backoff: straight on
+                    nap(wait)
                 wait = min(wait * 2, MAX_WAIT)
                 continue
 
@@ -218,7 +220,8 @@ def pay(db, rail, row, refused):
                 return
         else:
             ask_first = True
-        nap(wait)
+        if MISTAKE != "no-backoff":  # MISTAKE no-backoff: straight on
+            nap(wait)
         wait = min(wait * 2, MAX_WAIT)
 
 

@@ -27,3 +27,6 @@ func loadAverage() (float64, bool) {
 
 // GroupCPU is not read on macOS.
 func GroupCPU(pgid int) (time.Duration, bool) { return 0, false }
+
+// GroupWanting is not read on macOS.
+func GroupWanting(pgid int) (main, all time.Duration, ok bool) { return 0, 0, false }

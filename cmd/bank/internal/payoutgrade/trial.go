@@ -44,6 +44,7 @@ type worker struct {
 	child  *procs.Child
 	output *procs.Tail
 	url    string // its door
+	app    string // the application_name of its database sessions
 }
 
 // row is one payout the grader wrote into the outbox.
@@ -95,16 +96,21 @@ func (t *trial) startWorker() *worker {
 	}
 	url, err := t.rail.open()
 	t.Must(err)
-	w := &worker{url: url}
+	w := t.newWorker(url)
 	t.run(w)
 	t.workers = append(t.workers, w)
 	return w
 }
 
+// newWorker is one more worker, behind the rail's door url.
+func (t *trial) newWorker(url string) *worker {
+	return &worker{url: url, app: fmt.Sprintf("bank worker %d", len(t.workers)+1)}
+}
+
 // run starts w's process (again).
 func (t *trial) run(w *worker) {
 	spec := procs.Spec{Path: t.cfg.Command[0], Args: t.cfg.Command[1:], Group: true, StopGrace: 5 * time.Second, Env: []string{
-		"DATABASE_URL=" + t.workerURL, "RAIL_URL=" + w.url, "RAIL_TIMEOUT_MS=" + strconv.FormatInt(t.timeout.Milliseconds(), 10)}}
+		"DATABASE_URL=" + witness.Tagged(t.workerURL, w.app), "RAIL_URL=" + w.url, "RAIL_TIMEOUT_MS=" + strconv.FormatInt(t.timeout.Milliseconds(), 10)}}
 	child, err := spec.Start(context.WithoutCancel(t.ctx))
 	if err != nil {
 		t.Fail(nil, "cannot start %s: %v; check the command after --", t.cfg.Command[0], err)
@@ -154,6 +160,15 @@ func (t *trial) waitDone(rows []row) {
 			t.Fail(nil, "rows %v were not done within %s of being written", pending, doneBound)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pause waits d, or ends the check when the grade is stopped (Ctrl-C).
+func (t *trial) pause(d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-t.ctx.Done():
+		t.Must(t.ctx.Err())
 	}
 }
 

@@ -26,3 +26,25 @@ func TestListenedBy(t *testing.T) {
 		t.Errorf("a port nobody listens on is reported as known")
 	}
 }
+
+// TestLocalPorts: a connection this process holds is among its group's
+// ports, and not among a stranger group's.
+func TestLocalPorts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mine := c.LocalAddr().(*net.TCPAddr).Port
+	if ports, known := LocalPorts(syscall.Getpgrp()); !known || !ports[mine] {
+		t.Errorf("this process's own connection from port %d: known %v, ports %v", mine, known, ports)
+	}
+	if ports, known := LocalPorts(1 << 22); !known || len(ports) != 0 {
+		t.Errorf("a group that does not exist: known %v, ports %v", known, ports)
+	}
+}

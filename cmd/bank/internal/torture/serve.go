@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/zudojs/bank/cmd/bank/internal/witness"
 	"github.com/zudojs/bank/scenarios/lab"
 	"github.com/zudojs/bank/scenarios/lab/procs"
 )
@@ -36,7 +36,7 @@ type Serve struct {
 // session belongs to). Stop it when the run is over.
 func StartServe(binary, dbURL string, i int, seed uint64, args []string) (*Serve, error) {
 	name := fmt.Sprintf("bank-replica-%d", i)
-	r := &Serve{name: name, binary: binary, dbURL: withAppName(dbURL, name), args: replicaArgs(args, seed, i)}
+	r := &Serve{name: name, binary: binary, dbURL: witness.Tagged(dbURL, name), args: replicaArgs(args, seed, i)}
 	if err := r.Restart(); err != nil {
 		return nil, err
 	}
@@ -48,18 +48,6 @@ func StartServe(binary, dbURL string, i int, seed uint64, args []string) (*Serve
 // replica would get the last one's seed.)
 func replicaArgs(args []string, seed uint64, i int) []string {
 	return slices.Concat(args, []string{"--seed", strconv.Itoa(int(seed)*10 + i)})
-}
-
-// withAppName tags a connection URL's sessions with an application_name.
-func withAppName(dbURL, name string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return dbURL
-	}
-	q := u.Query()
-	q.Set("application_name", name)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 func (r *Serve) Name() string { return r.name }

@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -341,4 +342,18 @@ func (g *Gate) EndHeld(ctx context.Context, q Querier) error {
 		rows.Close()
 	}
 	return nil
+}
+
+// Tagged is dbURL with its sessions tagged: application_name is name, so
+// that pg_stat_activity tells them from others' (unchanged when dbURL is
+// not a URL).
+func Tagged(dbURL, name string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
