@@ -90,7 +90,7 @@ bad command line, 3 when the server cannot be run or never listens.`,
 	cmd.Flags().BoolVar(&f.contract, "contract", false, "print the API and database contract the checks hold a server to, and exit")
 	cmd.Flags().StringVar(&f.workflow, "workflow", "", "print a CI file that grades the command after -- in your repository, and exit: actions (GitHub Actions, the checks published from --junit) or classroom (GitHub Classroom's autograding, a test per check worth its --points)")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit 1 when any check fails, the recommended ones too (for a class that grades them)")
-	cmd.Flags().StringVar(&f.starter, "starter", "", "write a small server to start from into the folder named after the flags ("+strings.Join(starter.Languages(), ", ")+"): the lesson's transfer, no idempotency yet; then grade it")
+	cmd.Flags().StringVar(&f.starter, "starter", "", "write a small server to start from, in `LANG` ("+strings.Join(starter.Languages(), ", ")+"), into the folder named after it (--starter node my-server): the lesson's transfer, no idempotency yet; then grade it")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the report card as JSON")
 	cmd.Flags().DurationVar(&f.lockTTL, "lock-ttl", 2*time.Second, "the lock TTL given to the server as LOCK_TTL_MS")
 	cmd.Flags().DurationVar(&f.startTimeout, "start-timeout", 20*time.Second, "how long the server may take to listen on its PORT")

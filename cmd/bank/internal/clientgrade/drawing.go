@@ -2,10 +2,9 @@ package clientgrade
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
-	"github.com/zudojs/bank/scenarios/lab"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 	"github.com/zudojs/bank/scenarios/lab/render"
 )
 
@@ -23,21 +22,10 @@ const (
 // the first only, and says how many more there were.
 const drawnFronts = 1
 
-// happening is one event of the diagram, at the moment it happened.
-type happening struct {
-	at time.Time
-	e  lab.Event
-}
-
 // drawing is the check's diagram.
 func (t *trial) drawing(c Check) *render.Recording {
-	var hs []happening
-	line := func(at time.Time, format string, args ...any) {
-		hs = append(hs, happening{at, lab.Event{Kind: "line", Text: fmt.Sprintf(format, args...)}})
-	}
-	arrow := func(at time.Time, from, to, text, mark string) {
-		hs = append(hs, happening{at, lab.Event{Kind: "message", From: from, To: to, Text: text, Mark: mark}})
-	}
+	tl := record.NewTimeline(t.started)
+	line, arrow := tl.Line, tl.Arrow
 	for _, r := range t.clients {
 		if r.front != t.fronts[0] {
 			continue
@@ -76,21 +64,7 @@ func (t *trial) drawing(c Check) *render.Recording {
 	if len(t.fronts) > drawnFronts {
 		line(time.Time{}, "(the first client only: %d more ran beside it, through fronts of their own)", len(t.fronts)-drawnFronts)
 	}
-	slices.SortStableFunc(hs, func(a, b happening) int { // the lines of no moment last
-		if a.at.IsZero() != b.at.IsZero() {
-			return map[bool]int{true: 1, false: -1}[a.at.IsZero()]
-		}
-		return a.at.Compare(b.at)
-	})
-	rec := &render.Recording{Scenario: &lab.Scenario{Name: c.Name, Summary: c.Title}}
-	start := t.started
-	for _, h := range hs {
-		if h.e.Kind == "message" {
-			h.e.Clock = clockOf(h.at.Sub(start))
-		}
-		rec.Events = append(rec.Events, h.e)
-	}
-	return rec
+	return tl.Recording(c.Name, c.Title)
 }
 
 // killedBefore reports whether run n of the client through f was killed
@@ -127,12 +101,4 @@ func shortKey(k string) string {
 		return "…" + k[len(k)-8:]
 	}
 	return k
-}
-
-// clockOf is the diagram's clock: the time since the check began.
-func clockOf(d time.Duration) string {
-	if s := d.Seconds(); s < 100 {
-		return fmt.Sprintf("%.1f s", max(0, s))
-	}
-	return fmt.Sprintf("%.0f s", d.Seconds())
 }

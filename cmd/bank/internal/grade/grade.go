@@ -61,11 +61,21 @@ type Config struct {
 // accounts and transfers, seeded, and nothing else of the server's; and
 // the witness (package witness), which records every row the server
 // writes, where the lab's role may make it (a superuser).
-func Template() pgserver.Template {
-	return pgserver.Template{Prefix: "grade", Schema: bank.CoreSchemaText() + witness.SQL,
+func Template() pgserver.Template { return Witnessed("grade", "") }
+
+// Witnessed is a database template for a learner's program: the lesson's
+// bank, seeded, tables (SQL run after the bank's), and the witness, where
+// the lab's role may install it. prefix names the databases made from it.
+func Witnessed(prefix, tables string) pgserver.Template {
+	return pgserver.Template{Prefix: prefix, Schema: bank.CoreSchemaText() + tables + witness.SQL,
 		Setup: func(ctx context.Context, c *pgx.Conn) error {
 			if err := bank.SetupCore(ctx, c); err != nil {
 				return err
+			}
+			if tables != "" {
+				if _, err := c.Exec(ctx, tables); err != nil {
+					return fmt.Errorf("creating the program's tables: %w", err)
+				}
 			}
 			if err := witness.Install(ctx, c); err != nil && !witness.IsUnavailable(err) {
 				return err

@@ -159,7 +159,7 @@ func (t *trial) race(timeout bool) {
 	t.answeredEarly(first, e)
 	if timeout {
 		<-first.done
-		t.Note("the provider gave up on it after %s, and delivers the event again", wait)
+		t.Note("the provider gave up on it after %s (its %s, stretched by the machine's load), and delivers the event again", wait.Round(100*time.Millisecond), providerTimeout)
 	}
 	second := t.async(e, 3*pace.Stretch(providerTimeout))
 	deadline := pace.After(heldBound)
@@ -251,12 +251,15 @@ func killed(t *trial) {
 			t.Pass("killed at each of its %d transaction(s); after each restart the event, delivered again, was credited once", k-1)
 		}
 		t.answeredEarly(p, e)
+		killedAt := time.Now()
+		t.timeline.Now("the grader kills the consumer (SIGKILL), held at the first write of its transaction %d", k)
 		t.consumer.Kill()
 		<-t.consumer.Child.Exited()
 		t.endHeld(g)
 		g.Open(t.ctx)
-		t.Note("killed (SIGKILL) at the first write of its transaction %d for %s", k, e.ID)
 		t.wait(p)
+		t.Note("+%dms killed (SIGKILL) at the first write of its transaction %d for %s", killedAt.Sub(t.start).Milliseconds(), k, e.ID)
+		t.timeline.Now("the grader starts the consumer again")
 		t.Must(t.consumer.Restart(t.ctx))
 		d := t.settle(e)
 		t.books(t.twiceBecause(e, &mDedupeRace))

@@ -13,16 +13,11 @@ package hookgrade
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"io"
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
-	"github.com/zudojs/bank/cmd/bank/internal/witness"
 	"github.com/zudojs/bank/scenarios/lab/pgserver"
 )
 
@@ -45,21 +40,7 @@ CREATE TABLE deposits (
 
 // Template is the database each check gives the consumer: the lesson's
 // bank, seeded, with its deposits, and the witness.
-func Template() pgserver.Template {
-	return pgserver.Template{Prefix: "gradehook", Schema: bank.CoreSchemaText() + deposits + witness.SQL,
-		Setup: func(ctx context.Context, c *pgx.Conn) error {
-			if err := bank.SetupCore(ctx, c); err != nil {
-				return err
-			}
-			if _, err := c.Exec(ctx, deposits); err != nil {
-				return fmt.Errorf("creating deposits: %w", err)
-			}
-			if err := witness.Install(ctx, c); err != nil && !witness.IsUnavailable(err) {
-				return err
-			}
-			return nil
-		}}
-}
+func Template() pgserver.Template { return grade.Witnessed("gradehook", deposits) }
 
 // Config is one grading run of a consumer.
 type Config struct {

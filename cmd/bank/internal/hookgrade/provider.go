@@ -67,6 +67,7 @@ type delivery struct {
 	Forged   bool      // signed with a key that is not the endpoint's
 	Sent     time.Time
 	Answered time.Time // when the answer came (zero: none)
+	Ended    time.Time // when the answer came, or the provider gave up
 	Status   int       // 0: no answer (the connection failed, or the provider's timeout passed)
 	Body     string    // the answer's first bytes
 	Err      string    // why there was no answer
@@ -118,12 +119,13 @@ func (p *provider) deliver(ctx context.Context, e event, signedAt time.Time, for
 	d.Sent = time.Now()
 	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
-		d.Err = noAnswer(err)
+		d.Err, d.Ended = noAnswer(err), time.Now()
 		return d
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	d.Answered, d.Status, d.Body = time.Now(), resp.StatusCode, string(b)
+	d.Ended = d.Answered
 	return d
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/verdict"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/cmd/bank/internal/served"
@@ -29,7 +30,9 @@ type trial struct {
 	want         map[string]int // each payment delivered: the credits it must have (0 or 1)
 	events       map[string]event
 	start        time.Time
-	paid         int // payments made up so far, for their references
+	paid         int              // payments made up so far, for their references
+	timeline     *record.Timeline // what the grader did, for the diagram
+	deliveries   []delivery       // every delivery over, for the diagram
 }
 
 // runCheck runs one check once, on a fresh database and consumer.
@@ -44,7 +47,8 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 		return res, err
 	}
 	defer pool.Close()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, want: map[string]int{}, events: map[string]event{}, start: time.Now(),
+	now := time.Now()
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, want: map[string]int{}, events: map[string]event{}, start: now, timeline: record.NewTimeline(now),
 		Line: verdict.New(c.Name, c.Title, c.Required, c.See)}
 	t.witness, err = witness.Installed(ctx, pool)
 	if err != nil {
@@ -63,6 +67,7 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 	if ctx.Err() != nil {
 		return t.Result, ctx.Err()
 	}
+	t.Result.Recording = t.drawing(c)
 	if out := t.consumer.Output.LastLines(6); out != "" && t.Result.Verdict != grade.Pass {
 		t.Note("the consumer's last output: %s", strings.Join(strings.Split(strings.TrimSpace(out), "\n"), " | "))
 	}
@@ -105,6 +110,7 @@ func (t *trial) deliverAs(e event, signedAt time.Time, forged bool) delivery {
 }
 
 func (t *trial) noteDelivery(d delivery) {
+	t.deliveries = append(t.deliveries, d)
 	how := ""
 	switch {
 	case d.Forged:

@@ -13,16 +13,11 @@ package payoutgrade
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"io"
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
-	"github.com/zudojs/bank/cmd/bank/internal/witness"
 	"github.com/zudojs/bank/scenarios/lab/pgserver"
 )
 
@@ -46,21 +41,7 @@ CREATE TABLE payout_outbox (
 
 // Template is the database each check gives the worker: the lesson's
 // bank, seeded, its payout outbox (empty), and the witness.
-func Template() pgserver.Template {
-	return pgserver.Template{Prefix: "gradepayout", Schema: bank.CoreSchemaText() + outbox + witness.SQL,
-		Setup: func(ctx context.Context, c *pgx.Conn) error {
-			if err := bank.SetupCore(ctx, c); err != nil {
-				return err
-			}
-			if _, err := c.Exec(ctx, outbox); err != nil {
-				return fmt.Errorf("creating the payout outbox: %w", err)
-			}
-			if err := witness.Install(ctx, c); err != nil && !witness.IsUnavailable(err) {
-				return err
-			}
-			return nil
-		}}
-}
+func Template() pgserver.Template { return grade.Witnessed("gradepayout", outbox) }
 
 // Config is one grading run of a worker.
 type Config struct {

@@ -36,10 +36,11 @@ type call struct {
 	Reference string
 	Account   int64
 	Kobo      int64
-	At        time.Time
-	Status    int    // what was answered (0: nothing)
-	Paid      bool   // this request made the payment
-	Did       string // in words
+	At        time.Time // when it came
+	Answered  time.Time // when it was answered, or the connection closed
+	Status    int       // what was answered (0: nothing)
+	Paid      bool      // this request made the payment
+	Did       string    // in words
 }
 
 // payment is one reference the rail has paid.
@@ -101,7 +102,7 @@ func (d *door) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r := d.r
 	c := call{Door: d.n, Method: req.Method, At: time.Now()}
 	answer := func(status int, body any) {
-		c.Status = status
+		c.Status, c.Answered = status, time.Now()
 		r.mu.Lock()
 		r.calls = append(r.calls, c)
 		r.mu.Unlock()
@@ -174,7 +175,7 @@ func (d *door) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	c.Paid = true
 	switch kind {
 	case lose:
-		c.Did = "paid, the answer lost: connection closed"
+		c.Did, c.Answered = "paid, the answer lost: connection closed", time.Now()
 		r.mu.Lock()
 		r.calls = append(r.calls, c)
 		r.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zudojs/bank/bank"
 	"github.com/zudojs/bank/cmd/bank/internal/grade"
+	"github.com/zudojs/bank/cmd/bank/internal/grade/record"
 	"github.com/zudojs/bank/cmd/bank/internal/grade/verdict"
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/cmd/bank/internal/witness"
@@ -36,7 +37,8 @@ type trial struct {
 	timeout      time.Duration // RAIL_TIMEOUT_MS, stretched by the load
 	rows         []row
 	start        time.Time
-	kills        []time.Time // when the grader killed a worker
+	kills        []time.Time      // when the grader killed a worker
+	timeline     *record.Timeline // what the grader did, for the diagram
 }
 
 // worker is one process of the learner's worker, and its door to the rail.
@@ -44,6 +46,7 @@ type worker struct {
 	child  *procs.Child
 	output *procs.Tail
 	url    string // its door
+	n      int    // worker 1, 2, …: its door's number too
 	app    string // the application_name of its database sessions
 }
 
@@ -65,7 +68,8 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 		return res, err
 	}
 	defer pool.Close()
-	t := &trial{ctx: ctx, cfg: cfg, db: pool, workerURL: workerURL, start: time.Now(), timeout: pace.Stretch(cfg.RailTimeout).Round(time.Millisecond),
+	now := time.Now()
+	t := &trial{ctx: ctx, cfg: cfg, db: pool, workerURL: workerURL, start: now, timeline: record.NewTimeline(now), timeout: pace.Stretch(cfg.RailTimeout).Round(time.Millisecond),
 		Line: verdict.New(c.Name, c.Title, c.Required, c.See)}
 	if t.witness, err = witness.Installed(ctx, pool); err != nil {
 		return res, err
@@ -79,6 +83,9 @@ func runCheck(ctx context.Context, cfg *Config, c Check, n int) (res grade.Resul
 		}
 	}()
 	t.Run(func() { c.run(t) })
+	if t.rail != nil {
+		t.Result.Recording = t.drawing(c)
+	}
 	if ctx.Err() != nil {
 		return t.Result, ctx.Err()
 	}
@@ -104,13 +111,15 @@ func (t *trial) startWorker() *worker {
 
 // newWorker is one more worker, behind the rail's door url.
 func (t *trial) newWorker(url string) *worker {
-	return &worker{url: url, app: fmt.Sprintf("bank worker %d", len(t.workers)+1)}
+	n := len(t.workers) + 1
+	return &worker{url: url, n: n, app: "bank " + workerLane(n)}
 }
 
 // run starts w's process (again).
 func (t *trial) run(w *worker) {
 	spec := procs.Spec{Path: t.cfg.Command[0], Args: t.cfg.Command[1:], Group: true, StopGrace: 5 * time.Second, Env: []string{
 		"DATABASE_URL=" + witness.Tagged(t.workerURL, w.app), "RAIL_URL=" + w.url, "RAIL_TIMEOUT_MS=" + strconv.FormatInt(t.timeout.Milliseconds(), 10)}}
+	t.timeline.Now("the grader starts %s", workerLane(w.n))
 	child, err := spec.Start(context.WithoutCancel(t.ctx))
 	if err != nil {
 		t.Fail(nil, "cannot start %s: %v; check the command after --", t.cfg.Command[0], err)
@@ -127,6 +136,11 @@ func (t *trial) add(n int) []row {
 		t.Must(t.db.QueryRow(t.ctx, "INSERT INTO payout_outbox (account_id, amount_kobo) VALUES ($1, $2) RETURNING id", r.Account, r.Kobo).Scan(&r.ID))
 		t.rows = append(t.rows, r)
 		rows = append(rows, r)
+	}
+	if n == 1 {
+		t.timeline.Now("the grader writes row %d into the outbox: pay %s to account %d", rows[0].ID, bank.Naira(rows[0].Kobo), rows[0].Account)
+	} else if n > 1 {
+		t.timeline.Now("the grader writes rows %d to %d into the outbox: pay %s, %s, … to account %d", rows[0].ID, rows[n-1].ID, bank.Naira(rows[0].Kobo), bank.Naira(rows[1].Kobo), rows[0].Account)
 	}
 	return rows
 }

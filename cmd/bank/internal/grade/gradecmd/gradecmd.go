@@ -65,7 +65,7 @@ type Grader struct {
 	Listed               []card.Listed // its checks, for the workflows
 	Contract             func() string
 	Starters             *starter.Kit
-	Starter              string // what --starter writes, after "write a small … into the folder named after the flags (…)"
+	Starter              string // what --starter writes, after "write a small … into the folder named after it (…)"
 	Template             pgserver.Template
 	// Flags adds its own flags; Check checks them (a usage error); Given
 	// is what the program is given, for the card (NAME=VALUE).
@@ -138,7 +138,7 @@ func (gr Grader) Command(h Host) *cobra.Command {
 	fs.BoolVar(&f.contract, "contract", false, "print the contract the checks hold a "+gr.Noun+" to, and exit")
 	fs.BoolVar(&f.json, "json", false, "print the report card as JSON")
 	if gr.Starters != nil {
-		fs.StringVar(&f.starter, "starter", "", "write a small "+gr.Noun+" to start from into the folder named after the flags ("+strings.Join(gr.Starters.Languages(), ", ")+"): "+gr.Starter+"; then grade it")
+		fs.StringVar(&f.starter, "starter", "", "write a small "+gr.Noun+" to start from, in `LANG` ("+strings.Join(gr.Starters.Languages(), ", ")+"), into the folder named after it (--starter node my-"+gr.Noun+"): "+gr.Starter+"; then grade it")
 	}
 	gr.Flags(fs)
 	fs.StringSliceVar(&f.only, "only", nil, "run only these checks (comma-separated): "+strings.Join(gr.Names(), ", "))

@@ -95,13 +95,7 @@ func New(name, title string, wire Wire) *Recorder {
 func (r *Recorder) Recording() *render.Recording { return r.rec }
 
 // clock is the time since the check began, as the diagram's clock.
-func (r *Recorder) clock() string {
-	d := time.Since(r.start).Seconds()
-	if d >= 100 {
-		return fmt.Sprintf("%.0f s", d)
-	}
-	return fmt.Sprintf("%.1f s", d)
-}
+func (r *Recorder) clock() string { return Clock(time.Since(r.start)) }
 
 // Arrow records one message between two lanes: from, to, its text, and
 // its mark (a lab.Event's Mark: "lost", "refused", …; "" for none).
