@@ -56,8 +56,9 @@ func newReference() string {
 }
 
 func drain(ctx context.Context, pool *pgxpool.Pool) error {
-	// YOUR WORK: claim a row (FOR UPDATE SKIP LOCKED), so that two workers
-	// never send the same one.
+	// YOUR WORK: claim a row for as long as you work it (an advisory lock
+	// held until it is done, or a lease), so that two workers never send
+	// the same one.
 	rows, err := pool.Query(ctx, "SELECT id, account_id, amount_kobo FROM payout_outbox WHERE status = 'pending' ORDER BY id")
 	if err != nil {
 		return err

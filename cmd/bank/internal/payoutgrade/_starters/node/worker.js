@@ -33,8 +33,9 @@ async function rail(method, path, body) {
 }
 
 async function drain() {
-  // YOUR WORK: claim a row (FOR UPDATE SKIP LOCKED), so that two workers
-  // never send the same one.
+  // YOUR WORK: claim a row for as long as you work it (an advisory lock
+  // held until it is done, or a lease), so that two workers never send
+  // the same one.
   const { rows } = await pool.query("SELECT id, account_id, amount_kobo FROM payout_outbox WHERE status = 'pending' ORDER BY id");
   for (const row of rows) {
     // YOUR WORK: one reference per row, stored in the row (and committed)

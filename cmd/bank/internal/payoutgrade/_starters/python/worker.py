@@ -39,8 +39,9 @@ def rail(method, path, body=None):
 def main():
     conn = psycopg.connect(DATABASE_URL, autocommit=True)
     while True:
-        # YOUR WORK: claim a row (FOR UPDATE SKIP LOCKED), so that two
-        # workers never send the same one.
+        # YOUR WORK: claim a row for as long as you work it (an advisory
+        # lock held until it is done, or a lease), so that two workers
+        # never send the same one.
         rows = conn.execute("SELECT id, account_id, amount_kobo FROM payout_outbox WHERE status = 'pending' ORDER BY id").fetchall()
         for row_id, account, amount in rows:
             # YOUR WORK: one reference per row, stored in the row (and
