@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/scenarios/lab/pgserver"
 	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios/lab/procs"
@@ -660,6 +661,14 @@ func TestServeBoundsTheHead(t *testing.T) {
 			c := dial()
 			go io.WriteString(c, "GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "+strings.Repeat("a", 1<<20))
 			line, err := bufio.NewReader(c).ReadString('\n')
+			// The server answers 431 and closes; a client the machine
+			// was too busy to schedule before the close may find its
+			// connection reset, the answer gone with it: cut off all the
+			// same, but told only on a busy machine.
+			if line == "" && err != nil && pace.Busy() {
+				t.Logf("connection %d, a 1 MiB header: cut off (%v) on a busy machine, the 431 unread", i, err)
+				return
+			}
 			if !strings.Contains(line, " 431 ") {
 				t.Errorf("connection %d, a 1 MiB header: %q %v, want 431", i, line, err)
 			}

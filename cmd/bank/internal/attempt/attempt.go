@@ -55,7 +55,7 @@ func Unfinished(r *program.Result) *practice.Finding {
 	why := ""
 	switch {
 	case r.TimedOut:
-		why = fmt.Sprintf("it was stopped after %s: does it wait for something, or leave its database connection open (db.end(), conn.close())?", program.Timeout)
+		why = fmt.Sprintf("it was stopped after %s: does it wait for something, or leave its database connection open (db.end(), conn.close())?", r.Limit)
 	case r.Exit != 0:
 		why = fmt.Sprintf("it exited with status %d", r.Exit)
 		if r.Stderr != "" {

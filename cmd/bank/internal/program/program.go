@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
@@ -29,15 +30,16 @@ const (
 // Result is how a learner's program ran, with no more of its output
 // kept than the bounds allow.
 type Result struct {
-	Stdout    string // the first KeepStdout bytes of its standard output
-	StdoutCut bool   // it printed more than that
-	Stderr    string // the last KeepStderr bytes of its standard error
-	StderrCut bool   // it wrote more than that
-	Exit      int    // its exit status; -1 when it was stopped
-	TimedOut  bool   // stopped after Timeout
-	TooMuch   bool   // stopped for printing more than OutputLimit
-	Total     int64  // bytes it wrote, on both streams
-	Kept      int    // bytes of buffer the lab held for its output
+	Stdout    string        // the first KeepStdout bytes of its standard output
+	StdoutCut bool          // it printed more than that
+	Stderr    string        // the last KeepStderr bytes of its standard error
+	StderrCut bool          // it wrote more than that
+	Exit      int           // its exit status; -1 when it was stopped
+	TimedOut  bool          // stopped after Timeout (Limit, stretched on a busy machine)
+	Limit     time.Duration // how long it was given, when TimedOut
+	TooMuch   bool          // stopped for printing more than OutputLimit
+	Total     int64         // bytes it wrote, on both streams
+	Kept      int           // bytes of buffer the lab held for its output
 }
 
 // StderrShown is the end of its standard error, as the lab shows it:
@@ -135,20 +137,32 @@ func Run(ctx context.Context, program []string, env []string) (*Result, error) {
 		return nil, fmt.Errorf("cannot run %s: %w", program[0], err)
 	}
 	r := &Result{}
-	timer := time.NewTimer(Timeout)
-	defer timer.Stop()
-	select {
-	case <-g.Exited():
-		g.Kill() // anything it left behind
-	case <-o.over:
-		r.TooMuch = true
-		g.Kill()
-	case <-timer.C:
-		r.TimedOut = true
-		g.Kill()
-	case <-ctx.Done():
-		g.Kill()
-		return nil, ctx.Err()
+	// Timeout is for a quiet machine: on a busy one it stretches with
+	// the load (package pace), as a slow machine is not the program's
+	// fault.
+	deadline := pace.After(Timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-g.Exited():
+			g.Kill() // anything it left behind
+			break wait
+		case <-o.over:
+			r.TooMuch = true
+			g.Kill()
+			break wait
+		case <-tick.C:
+			if deadline.Passed() {
+				r.TimedOut, r.Limit = true, deadline.Limit().Round(time.Second)
+				g.Kill()
+				break wait
+			}
+		case <-ctx.Done():
+			g.Kill()
+			return nil, ctx.Err()
+		}
 	}
 	var exit *exec.ExitError
 	switch err := g.Err(); {
