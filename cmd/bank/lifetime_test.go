@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 )
 
@@ -432,8 +433,10 @@ func TestLearnersProcessesContained(t *testing.T) {
 	// started returns once every tagged sleep runs: the escapes are made.
 	started := func(t *testing.T, cmd *exec.Cmd, tags ...string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); len(left(tags...)) < len(tags); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) { // a hang, not a speed goal
+		// A hang, not a speed goal: 30 s on a quiet machine, stretched on
+		// a busy one (a CI at load 30 took longer to start a grade).
+		for deadline := pace.After(30 * time.Second); len(left(tags...)) < len(tags); time.Sleep(20 * time.Millisecond) {
+			if deadline.Passed() {
 				cmd.Process.Kill()
 				cmd.Wait()
 				t.Fatalf("the program started only %v of the sleeps %v", left(tags...), tags)
@@ -442,7 +445,7 @@ func TestLearnersProcessesContained(t *testing.T) {
 	}
 	settle := func(t *testing.T, tags ...string) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); len(left(tags...)) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for deadline := pace.After(5 * time.Second); len(left(tags...)) > 0 && !deadline.Passed(); time.Sleep(50 * time.Millisecond) {
 		}
 		if l := left(tags...); len(l) > 0 {
 			t.Errorf("still running 5 s later: sleep %v", l)
