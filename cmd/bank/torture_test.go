@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/cmd/bank/internal/torture"
 	"github.com/zudojs/bank/scenarios/lab/mistakes/onpurpose"
 	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
@@ -52,29 +53,36 @@ func TestTortureValid(t *testing.T) {
 // under "timed" may differ. (Before, the faults were drawn by whichever
 // client took an intent, and the replicas lost answers in the order
 // requests reached them: seed 1 lost 45 responses in one run and 47 in
-// the next.)
+// the next.) A machine too busy to answer an intent while the load lasts
+// cannot throw the faults planned on its answer: the report counts them
+// apart (faultsUnthrown), and thrown and unthrown together are the plan;
+// only a busy machine may leave any (CI, at a load of 33 on 2 cores,
+// left one lost reply of 31).
 func TestTortureReplayable(t *testing.T) {
 	t.Parallel()
 	args := []string{"--seed", "5", "--intents", "300", "--lock-ttl", "1s"}
-	var reps [2]torture.Report
-	for i := range reps {
-		rep, code, out := tortureJSON(t, args...)
-		if code != exitcode.OK {
-			t.Errorf("run %d: exit %d: %s", i, code, out)
-		}
-		reps[i] = rep
-	}
-	if !maps.Equal(reps[0].Faults, reps[1].Faults) || reps[0].Verdict != reps[1].Verdict || reps[0].Intents != reps[1].Intents {
-		t.Fatalf("one seed, two runs:\n%v %s %d\n%v %s %d", reps[0].Faults, reps[0].Verdict, reps[0].Intents, reps[1].Faults, reps[1].Verdict, reps[1].Intents)
-	}
 	want := torture.Planned(5, 300, 2, 0.1)
 	for _, f := range []string{"replica-kill", "database-crash", "replica-pause", "session-kill"} {
 		want[f] = 1
 	}
-	for _, f := range torture.AllFaults {
-		if reps[0].Faults[f] != want[f] {
-			t.Errorf("%s: thrown %d times, the seed planned %d", f, reps[0].Faults[f], want[f])
+	var reps [2]torture.Report
+	for i := range reps {
+		rep, code, out := tortureJSON(t, args...)
+		if code != exitcode.OK || rep.Verdict != "pass" || rep.Intents != reps[0].Intents && i == 1 {
+			t.Errorf("run %d: exit %d, verdict %s, %d intents: %s", i, code, rep.Verdict, rep.Intents, out)
 		}
+		if len(rep.Unthrown) > 0 && !pace.Busy() {
+			t.Errorf("run %d left planned faults unthrown on a quiet machine: %v", i, rep.Unthrown)
+		}
+		for _, f := range torture.AllFaults {
+			if got := rep.Faults[f] + rep.Unthrown[f]; got != want[f] {
+				t.Errorf("run %d: %s thrown %d times and %d not, the seed planned %d", i, f, rep.Faults[f], rep.Unthrown[f], want[f])
+			}
+		}
+		reps[i] = rep
+	}
+	if len(reps[0].Unthrown)+len(reps[1].Unthrown) == 0 && !maps.Equal(reps[0].Faults, reps[1].Faults) {
+		t.Fatalf("one seed, two runs:\n%v\n%v", reps[0].Faults, reps[1].Faults)
 	}
 }
 

@@ -1,6 +1,10 @@
 package pgserver
 
-import "time"
+import (
+	"os"
+	"strings"
+	"time"
+)
 
 // SetJobLimit shortens, for the Clones whose Throwaway comes next, the
 // time each job set aside may take; it returns a function that puts the
@@ -19,4 +23,16 @@ var Usage = usage
 func WithStartLimits(o Options, stall, limit time.Duration) Options {
 	o.stallLimit, o.startLimit = stall, limit
 	return o
+}
+
+// SlotFree reports whether the slot whose log is at logPath is free: its
+// lock can be taken (and is let go at once).
+func SlotFree(logPath string) bool {
+	f, err := os.Open(strings.TrimSuffix(logPath, ".log") + ".lock")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ok, _ := tryLock(f)
+	return ok
 }

@@ -46,7 +46,9 @@ func tortureRun(t *trial) {
 	rep, err := torture.Run(t.ctx, torture.Config{
 		// Each run of --repeat throws its own faults.
 		Seed: uint64(t.run) + 1, Intents: 100, Clients: 4, LockTTL: t.cfg.LockTTL, Replicas: replicas, DB: t.bank,
-		Faults: tortureFaults, Duration: 20 * time.Second, Opaque: true, QuotedKeys: t.cfg.keys.quoted,
+		// A busy machine sends fewer intents in a given time: the load
+		// lasts longer there, so that each fault still comes up.
+		Faults: tortureFaults, Duration: t.bound(20 * time.Second), Opaque: true, QuotedKeys: t.cfg.keys.quoted,
 		// As the crash check: once its lock has expired, a retry must get
 		// through; a key still refused 5 s later is stuck.
 		Settle:     t.cfg.LockTTL + t.bound(5*time.Second),
@@ -93,6 +95,8 @@ func tortureRun(t *trial) {
 			t.note("what torture saw: %s", d.Why)
 		}
 		t.fail("invalid: %d violations, such as: %s", len(rep.Violations), rep.Violations[0])
+	case pace.Busy():
+		t.unknown("these faults never happened, on a machine too busy to send many intents, so the run proves little: %v", rep.Missing)
 	default:
 		t.notApplicable("unknown: these faults never happened, so the run proves little: %v", rep.Missing)
 	}

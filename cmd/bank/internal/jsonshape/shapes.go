@@ -97,6 +97,7 @@ var Shapes = []Shape{
 			integer("resolveAfterFaultsMs", "how long the intents took to resolve once the faults stopped"),
 			number("p50Ms", ""), number("p99Ms", ""),
 			optional(mapOf("faultsLeftOut", "fault kinds this platform cannot throw, and why", strings_)),
+			optional(mapOf("faultsUnthrown", "faults the seed planned that were not thrown, their intents unanswered during the load (a busy machine); with faults, the seed's plan", integers)),
 		},
 		Example: `{"schema":"bank.torture/v1","seed":1,"intents":203,"faults":{"duplicate":37},"timed":{},"checksPassed":{"every intent resolved":203},"violations":[],"offendingKeys":[],"faultsNotInjected":[],"verdict":"pass","resolveAfterFaultsMs":730,"p50Ms":19.0,"p99Ms":210.0}`,
 	},

@@ -59,6 +59,13 @@ func (rep Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "\nno mistake named: %s\n", d.Why)
 		}
 	}
+	if len(rep.Unthrown) > 0 {
+		var kinds []string
+		for _, k := range sortedKeys(rep.Unthrown) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, rep.Unthrown[k]))
+		}
+		fmt.Fprintf(w, "\nplanned by the seed but not thrown, their intents unanswered until the load ended (a busy machine): %s\n", strings.Join(kinds, ", "))
+	}
 	if len(rep.Missing) > 0 {
 		fmt.Fprintf(w, "\nfault kinds asked for that never happened: %s\n", strings.Join(rep.Missing, ", "))
 	}

@@ -166,6 +166,12 @@ type Report struct {
 	// inject, each with the reason (a pause, on Windows): not asked of the
 	// run, so neither they nor what they bring about are required.
 	LeftOut map[string]string `json:"faultsLeftOut,omitempty"`
+	// Unthrown are faults the seed planned that the run could not throw,
+	// by kind: their intent got no answer while the load lasted (it was
+	// left to settle), so there was no answer to lose and no key to send
+	// a changed body under. Faults plus Unthrown is the seed's plan; only
+	// a machine too slow to answer in time leaves any.
+	Unthrown map[string]int64 `json:"faultsUnthrown,omitempty"`
 }
 
 type run struct {
@@ -174,15 +180,18 @@ type run struct {
 	intents []*intent
 	extra   []*intent // made during the run by faults that need their own
 	faults  map[string]*atomic.Int64
-	timing  map[string]*atomic.Int64
-	lives   []atomic.Int64 // each replica's life: how often it was restarted
-	events  []fault        // the faults thrown, in order
-	lat     []time.Duration
-	hist    sync.Mutex
-	histErr error // the first error writing the history; it ends the run
-	stop    context.CancelCauseFunc
-	liveMu  sync.Mutex // the progress line and the notes share a terminal
-	start   time.Time
+	// unthrown: faults the seed planned whose intent was never answered
+	// during the load (Report.Unthrown).
+	unthrown map[string]*atomic.Int64
+	timing   map[string]*atomic.Int64
+	lives    []atomic.Int64 // each replica's life: how often it was restarted
+	events   []fault        // the faults thrown, in order
+	lat      []time.Duration
+	hist     sync.Mutex
+	histErr  error // the first error writing the history; it ends the run
+	stop     context.CancelCauseFunc
+	liveMu   sync.Mutex // the progress line and the notes share a terminal
+	start    time.Time
 
 	dispatched atomic.Int64 // intents handed to clients so far
 	loadOver   atomic.Bool
@@ -196,6 +205,14 @@ type run struct {
 }
 
 func (r *run) count(kind string) { r.faults[kind].Add(1) }
+
+// unthrow notes n faults of a kind that the seed planned and the run could
+// not throw: their intent got no answer while the load lasted.
+func (r *run) unthrow(kind string, n int) {
+	if n > 0 {
+		r.unthrown[kind].Add(int64(n))
+	}
+}
 
 func (r *run) timed(kind string) { r.timing[kind].Add(1) }
 
@@ -312,8 +329,9 @@ func newRun(cfg Config, stop context.CancelCauseFunc) (*run, *mrand.Rand) {
 	r := &run{cfg: cfg, faults: map[string]*atomic.Int64{}, timing: map[string]*atomic.Int64{}, start: time.Now(), stop: stop,
 		lives: make([]atomic.Int64, len(cfg.Replicas)),
 		http:  &http.Client{Timeout: cfg.LockTTL / 2, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	r.unthrown = map[string]*atomic.Int64{}
 	for _, f := range AllFaults {
-		r.faults[f] = &atomic.Int64{}
+		r.faults[f], r.unthrown[f] = &atomic.Int64{}, &atomic.Int64{}
 	}
 	for _, f := range []string{takeoversTimed, fencedTimed, retriesTimed} {
 		r.timing[f] = &atomic.Int64{}
@@ -429,6 +447,14 @@ func (r *run) tally(rep *Report) {
 	rep.Faults = map[string]int64{}
 	for k, v := range r.faults {
 		rep.Faults[k] = v.Load()
+	}
+	for k, v := range r.unthrown {
+		if n := v.Load(); n > 0 {
+			if rep.Unthrown == nil {
+				rep.Unthrown = map[string]int64{}
+			}
+			rep.Unthrown[k] = n
+		}
 	}
 	rep.Timed = map[string]int64{}
 	for k, v := range r.timing {
