@@ -115,11 +115,11 @@ func redis(t *testing.T) string {
 			t.Fatal(err)
 		}
 		t.Cleanup(g.Kill)
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	wait:
+		for deadline := pace.After(10 * time.Second); !deadline.Passed(); time.Sleep(20 * time.Millisecond) {
 			select {
 			case <-g.Exited():
-				deadline = time.Now() // the port was taken: another try
-				continue
+				break wait // the port was taken: another try
 			default:
 			}
 			if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {

@@ -174,7 +174,7 @@ func TestGradeInterruptedWithin2s(t *testing.T) {
 				if took, code := time.Since(sent), exitOf(err); code != exitcode.Interrupted && !killedBy(err, syscall.SIGINT) || took > pace.Stretch(2*time.Second) {
 					t.Errorf("exit %d %s after Ctrl-C, want 130 within %s", code, took.Round(time.Millisecond), pace.Stretch(2*time.Second))
 				}
-			case <-time.After(30 * time.Second):
+			case <-time.After(pace.Stretch(30 * time.Second)):
 				cmd.Process.Kill()
 				t.Fatalf("still running 30 s after Ctrl-C")
 			}
@@ -198,7 +198,7 @@ func killedBy(err error, sig syscall.Signal) bool {
 func waitNoProcess(t *testing.T, mark string, pid int) {
 	t.Helper()
 	var left []string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := pace.After(5 * time.Second); !deadline.Passed(); time.Sleep(100 * time.Millisecond) {
 		left = nil
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/exitcode"
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 	"github.com/zudojs/bank/scenarios/lab/pgserver/pgtest"
 	"github.com/zudojs/bank/scenarios/lab/procs"
 )
@@ -69,7 +70,7 @@ func TestLabSurvivesCutRuns(t *testing.T) {
 		cancel()
 	}
 	// A bound against a hang, not a speed goal.
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), pace.Stretch(60*time.Second))
 	defer cancel()
 	if code, body, err := run(ctx, "no-fencing"); err != nil || code != http.StatusOK {
 		t.Fatalf("the run after the cut ones: %d %v %.300s", code, err, body)
@@ -97,7 +98,7 @@ func TestLabSurvivesCutRuns(t *testing.T) {
 	var rest string
 	select {
 	case rest = <-said:
-	case <-time.After(20 * time.Second): // a hang, not a speed goal
+	case <-time.After(pace.Stretch(20 * time.Second)): // a hang, not a speed goal
 		t.Fatalf("bank lab still running 20 s after SIGINT")
 	}
 	cmd.Wait()
@@ -107,7 +108,7 @@ func TestLabSurvivesCutRuns(t *testing.T) {
 	if code := <-inFlight; code == http.StatusOK {
 		t.Errorf("the run in flight at Ctrl-C was waited for and answered, not cut")
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(family(cache)) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := pace.After(5 * time.Second); len(family(cache)) > 0 && !deadline.Passed(); time.Sleep(50 * time.Millisecond) {
 	}
 	if left := family(cache); len(left) > 0 {
 		t.Errorf("left running 5 s after it ended: %v", left)

@@ -508,7 +508,7 @@ func TestServeStopsWithAnUnusedConnectionOpen(t *testing.T) {
 		if err != nil {
 			t.Errorf("serve after Ctrl-C: %v", err)
 		}
-	case <-time.After(4 * time.Second):
+	case <-time.After(pace.Stretch(4 * time.Second)):
 		t.Fatal("serve still had not stopped 4 s after Ctrl-C: it waits on a connection that never sent a request")
 	}
 	spare.SetReadDeadline(time.Now().Add(time.Second))
@@ -590,7 +590,7 @@ func TestServeDatabaseStopped(t *testing.T) {
 	// The pool's connections died with PostgreSQL: the first requests may
 	// meet one and get 503 too, as a client retrying would.
 	var got reply
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := pace.After(20 * time.Second); !deadline.Passed(); time.Sleep(200 * time.Millisecond) {
 		if got = request(t, "POST", url+"/transfers", "token-ada", key, ok); got.status != 503 {
 			break
 		}

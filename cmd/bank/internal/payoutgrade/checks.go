@@ -157,6 +157,9 @@ func railDown(t *trial) {
 	}
 	t.Note("the first row was tried %d times in the %s the rail was down; the gaps between its tries: %s", tries, downFor, msList(gaps))
 	t.spacedOut(tries, gaps, use)
+	if flat(gaps) && !pace.Busy() {
+		t.Note("its waits did not grow: the gaps went from %s to %s; the lesson backs off, waiting longer after each failure (noted, not graded)", gaps[0].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
+	}
 	t.waitDone(rows)
 	t.paidOnce(rows)
 	t.Pass("the rows stayed pending while the rail was down (the first tried %d times), then were paid once each", tries)
@@ -197,6 +200,19 @@ func (t *trial) spacedOut(tries int, gaps []time.Duration, use wanted) {
 	default:
 		t.Unknown("the first row was sent %d times in the %s the rail was down, but the machine was too busy to tell a tight loop from waits by the gaps between them (%s)", tries, downFor, msList(gaps))
 	}
+}
+
+// flat reports whether three gaps or more between tries stayed short of a
+// second, the later half's median not half again the earlier half's: a
+// wait that does not back off. (A note only: random waits can look flat
+// over a few tries.)
+func flat(gaps []time.Duration) bool {
+	if len(gaps) < 3 {
+		return false
+	}
+	median := func(d []time.Duration) time.Duration { return slices.Sorted(slices.Values(d))[len(d)/2] }
+	half := len(gaps) / 2
+	return slices.Max(gaps) < 800*time.Millisecond && median(gaps[half:]) < median(gaps[:half])*3/2
 }
 
 // wanted is how long a check's workers wanted the processor (ran, or
