@@ -158,7 +158,7 @@ func railDown(t *trial) {
 	t.Note("the first row was tried %d times in the %s the rail was down; the gaps between its tries: %s", tries, downFor, msList(gaps))
 	t.spacedOut(tries, gaps, use)
 	if flat(gaps) && !pace.Busy() {
-		t.Note("its waits did not grow: the gaps went from %s to %s; the lesson backs off, waiting longer after each failure (noted, not graded)", gaps[0].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
+		t.Note("its waits did not grow: the gaps went from %s to %s; the lesson backs off, waiting longer after each failure (noted, not graded)", msList(gaps[:1]), msList(gaps[len(gaps)-1:]))
 	}
 	t.waitDone(rows)
 	t.paidOnce(rows)
