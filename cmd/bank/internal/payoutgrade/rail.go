@@ -1,15 +1,19 @@
 package payoutgrade
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zudojs/bank/cmd/bank/internal/pace"
 )
 
 // The rail, as the grader plays it: it pays a reference once, answers a
@@ -37,6 +41,7 @@ type call struct {
 	Account   int64
 	Kobo      int64
 	At        time.Time // when it came
+	Sent      time.Time // when the kernel got it (At, where that cannot be read)
 	Answered  time.Time // when it was answered, or the connection closed
 	Status    int       // what was answered (0: nothing)
 	Paid      bool      // this request made the payment
@@ -77,6 +82,9 @@ func newRail(plan func(c call, n int) faultKind) *rail {
 	return &rail{paid: map[string]payment{}, plan: plan}
 }
 
+// connKey is where a request's context holds its connection.
+type connKey struct{}
+
 // open makes a new door, for one more worker, and returns its URL.
 func (r *rail) open() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -84,7 +92,8 @@ func (r *rail) open() (string, error) {
 		return "", err
 	}
 	d := &door{n: len(r.doors) + 1, r: r, ln: ln}
-	d.hs = &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+	d.hs = &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	go d.hs.Serve(ln)
 	r.doors = append(r.doors, d)
 	return "http://" + ln.Addr().String(), nil
@@ -101,6 +110,12 @@ var referenceForm = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
 func (d *door) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r := d.r
 	c := call{Door: d.n, Method: req.Method, At: time.Now()}
+	c.Sent = c.At
+	if conn, ok := req.Context().Value(connKey{}).(net.Conn); ok {
+		if at, ok := pace.Arrived(conn); ok && at.Before(c.At) {
+			c.Sent = at
+		}
+	}
 	answer := func(status int, body any) {
 		c.Status, c.Answered = status, time.Now()
 		r.mu.Lock()
@@ -226,4 +241,37 @@ func (c call) String() string {
 		what = fmt.Sprintf("POST %s (₦%d)", c.Reference, c.Kobo/100)
 	}
 	return fmt.Sprintf("worker %d: %s: %s", c.Door, what, c.Did)
+}
+
+// onRail is how long, between from and to, one request of calls or more
+// was at the rail: sent, and not yet answered. A worker waits on the rail
+// then, asleep, however slow a busy machine makes the rail's answer.
+func onRail(calls []call, from, to time.Time) time.Duration {
+	type span struct{ from, to time.Time }
+	var spans []span
+	for _, c := range calls {
+		s := span{c.Sent, c.Answered}
+		if s.from.Before(from) {
+			s.from = from
+		}
+		if s.to.After(to) {
+			s.to = to
+		}
+		if s.from.Before(s.to) {
+			spans = append(spans, s)
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
+	var sum time.Duration
+	var end time.Time
+	for _, s := range spans {
+		if s.from.Before(end) {
+			s.from = end
+		}
+		if s.from.Before(s.to) {
+			sum += s.to.Sub(s.from)
+			end = s.to
+		}
+	}
+	return sum
 }
