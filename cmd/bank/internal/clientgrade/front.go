@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zudojs/bank/bank/api"
+	"github.com/zudojs/bank/cmd/bank/internal/arrival"
 )
 
 // An attempt is one request the client sent, as the front saw it.
@@ -26,6 +27,7 @@ type attempt struct {
 	Type     string // Content-Type
 	Body     string
 	At       time.Time // when it arrived
+	Sent     time.Time // when the kernel got it (At, where that is not known)
 	Answered time.Time // when the front answered it, or closed it
 	Gone     time.Time // when the client gave it up (closed the connection) before an answer
 	Status   int       // what the client was answered (0: nothing)
@@ -83,7 +85,7 @@ func newFront(bank *api.Server, plan func(n int, a *attempt) fault) (*front, err
 		f.plan = func(int, *attempt) fault { return fault{} }
 	}
 	f.hs = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
-	go f.hs.Serve(ln)
+	go arrival.Serve(f.hs, ln)
 	return f, nil
 }
 
@@ -129,6 +131,7 @@ func (f *front) posts() []attempt {
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sent, stamped := arrival.Of(r) // its head's, before the body is read
 	body := new(strings.Builder)
 	if r.Body != nil {
 		_, _ = copyAtMost(body, r.Body, 64<<10)
@@ -136,6 +139,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a := &attempt{Method: r.Method, Path: r.URL.RequestURI(), Key: r.Header.Get("Idempotency-Key"),
 		Keys: len(r.Header.Values("Idempotency-Key")), Auth: r.Header.Get("Authorization"),
 		Type: r.Header.Get("Content-Type"), Body: body.String(), At: time.Now()}
+	a.Sent = a.At
+	if stamped && sent.Before(a.At) {
+		a.Sent = sent
+	}
 	f.mu.Lock()
 	a.Run = f.run
 	f.attempts = append(f.attempts, a)

@@ -11,9 +11,10 @@ import (
 )
 
 // How the two timing checks decide. A wait is measured at the front: from
-// the instant it answered an attempt to the instant the next arrived, so
-// it holds the client's own wait plus the time its process took to wake,
-// read the answer and send again (a few milliseconds on a quiet machine).
+// the instant it answered an attempt to the instant the kernel got the
+// next (on Linux; elsewhere, the instant the front read it), so it holds
+// the client's own wait plus the time its process took to wake, read the
+// answer and send again (a few milliseconds on a quiet machine).
 const (
 	// flatWithin: waits that all lie within this of the shortest, times
 	// flatRatio, are flat: a fixed delay, or none.
@@ -73,14 +74,15 @@ func scaled(d time.Duration, factor float64) time.Duration {
 }
 
 // waitsOf are the waits between a client's attempts: from the answer to
-// attempt i to the arrival of attempt i+1.
+// attempt i to the sending of attempt i+1 (the kernel's time of its
+// arrival, where known: the front's own delays in reading it left out).
 func waitsOf(posts []attempt) []time.Duration {
 	var w []time.Duration
 	for i := 1; i < len(posts); i++ {
 		if posts[i-1].Answered.IsZero() {
 			break
 		}
-		w = append(w, posts[i].At.Sub(posts[i-1].Answered))
+		w = append(w, posts[i].Sent.Sub(posts[i-1].Answered))
 	}
 	return w
 }

@@ -2,7 +2,6 @@ package pace
 
 import (
 	"encoding/binary"
-	"net"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -31,6 +30,3 @@ func GroupCPU(pgid int) (time.Duration, bool) { return 0, false }
 
 // GroupWanting is not read on macOS.
 func GroupWanting(pgid int) (main, all time.Duration, ok bool) { return 0, 0, false }
-
-// Arrived is not read here: a request counts from when it is read.
-func Arrived(c net.Conn) (at time.Time, ok bool) { return time.Time{}, false }

@@ -2,12 +2,9 @@ package pace
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"strconv"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // runnable is how many tasks are running or waiting for a core now
@@ -113,25 +110,4 @@ func eachOfGroup(pgid int, f func(pid string, fields [][]byte)) bool {
 		f(e.Name(), fields)
 	}
 	return true
-}
-
-// Arrived is when the kernel last received data on c, a TCP connection:
-// a request's arrival, however long the process was kept from reading it
-// (TCP_INFO's last_data_recv, counted in the kernel's ticks: within 4 ms
-// at 250 Hz). ok is false where it cannot be read.
-func Arrived(c net.Conn) (at time.Time, ok bool) {
-	tc, isTCP := c.(*net.TCPConn)
-	if !isTCP {
-		return time.Time{}, false
-	}
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return time.Time{}, false
-	}
-	var info *unix.TCPInfo
-	now := time.Now()
-	if raw.Control(func(fd uintptr) { info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }) != nil || err != nil {
-		return time.Time{}, false
-	}
-	return now.Add(-time.Duration(info.Last_data_recv) * time.Millisecond), true
 }

@@ -1,7 +1,6 @@
 package pace
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -66,44 +65,4 @@ func asleep(t *testing.T, pid int) {
 		}
 	}
 	t.Fatalf("process %d never slept", pid)
-}
-
-// TestArrived: a request counts from when the kernel got it, not from
-// when the server read it; data that comes later moves the time on.
-func TestArrived(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	// The kernel counts in ticks (4 ms at 250 Hz, 10 at 100).
-	const tick = 10 * time.Millisecond
-	for range 2 {
-		before := time.Now()
-		if _, err := client.Write([]byte("GET / HTTP/1.1\r\n\r\n")); err != nil {
-			t.Fatal(err)
-		}
-		written := time.Now()
-		time.Sleep(500 * time.Millisecond)
-		at, ok := Arrived(server)
-		if !ok {
-			t.Fatal("TCP_INFO not read")
-		}
-		if at.Before(before.Add(-tick)) || at.After(written.Add(250*time.Millisecond)) {
-			t.Errorf("arrived %s after the write began (it returned %s after), read %s after", at.Sub(before), written.Sub(before), time.Since(before))
-		}
-	}
-	if _, ok := Arrived(nil); ok {
-		t.Error("Arrived read a nil connection")
-	}
 }

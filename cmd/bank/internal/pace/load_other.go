@@ -2,10 +2,7 @@
 
 package pace
 
-import (
-	"net"
-	"time"
-)
+import "time"
 
 // runnable and loadAverage are not known here (Windows): limits stay as
 // set for a quiet machine.
@@ -17,6 +14,3 @@ func GroupCPU(pgid int) (time.Duration, bool) { return 0, false }
 
 // GroupWanting is not read here.
 func GroupWanting(pgid int) (main, all time.Duration, ok bool) { return 0, 0, false }
-
-// Arrived is not read here: a request counts from when it is read.
-func Arrived(c net.Conn) (at time.Time, ok bool) { return time.Time{}, false }

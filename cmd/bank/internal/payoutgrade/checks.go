@@ -149,13 +149,10 @@ func railDown(t *trial) {
 	var sent []time.Time
 	for _, c := range forRow(t.rail.log(), firstRow) {
 		if c.Method == http.MethodPost && c.At.Before(until) {
-			// The kernel's times are within a tick: kept in order.
-			if n := len(sent); n > 0 && c.Sent.Before(sent[n-1]) {
-				c.Sent = sent[n-1]
-			}
 			sent = append(sent, c.Sent)
 		}
 	}
+	slices.SortFunc(sent, time.Time.Compare) // logged in the order the rail read them
 	tries := len(sent)
 	var gaps []time.Duration
 	for i := 1; i < len(sent); i++ {

@@ -1,7 +1,6 @@
 package payoutgrade
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zudojs/bank/cmd/bank/internal/pace"
+	"github.com/zudojs/bank/cmd/bank/internal/arrival"
 )
 
 // The rail, as the grader plays it: it pays a reference once, answers a
@@ -82,9 +81,6 @@ func newRail(plan func(c call, n int) faultKind) *rail {
 	return &rail{paid: map[string]payment{}, plan: plan}
 }
 
-// connKey is where a request's context holds its connection.
-type connKey struct{}
-
 // open makes a new door, for one more worker, and returns its URL.
 func (r *rail) open() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -92,9 +88,8 @@ func (r *rail) open() (string, error) {
 		return "", err
 	}
 	d := &door{n: len(r.doors) + 1, r: r, ln: ln}
-	d.hs = &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
-	go d.hs.Serve(ln)
+	d.hs = &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+	go arrival.Serve(d.hs, ln)
 	r.doors = append(r.doors, d)
 	return "http://" + ln.Addr().String(), nil
 }
@@ -111,10 +106,8 @@ func (d *door) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r := d.r
 	c := call{Door: d.n, Method: req.Method, At: time.Now()}
 	c.Sent = c.At
-	if conn, ok := req.Context().Value(connKey{}).(net.Conn); ok {
-		if at, ok := pace.Arrived(conn); ok && at.Before(c.At) {
-			c.Sent = at
-		}
+	if at, ok := arrival.Of(req); ok && at.Before(c.At) {
+		c.Sent = at
 	}
 	answer := func(status int, body any) {
 		c.Status, c.Answered = status, time.Now()

@@ -1,0 +1,72 @@
+package arrival
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestOf: a request counts from when its client sent it, not from when a
+// server held up elsewhere read it; each request on a connection from its
+// own sending.
+func TestOf(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct{ arrived, handled time.Time }
+	got := make(chan seen, 2)
+	const held = 300 * time.Millisecond
+	s := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			at, ok := Of(r)
+			if !ok {
+				t.Error("no arrival time")
+			}
+			got <- seen{at, time.Now()}
+		}),
+		// The server is kept from reading a new connection for a while.
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				time.Sleep(held)
+			}
+		},
+	}
+	go Serve(s, ln)
+	defer s.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rd := bufio.NewReader(c)
+	for i := range 2 {
+		sent := time.Now()
+		if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(rd, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		s := <-got
+		if d := s.arrived.Sub(sent); d < 0 || d > 100*time.Millisecond {
+			t.Errorf("request %d: arrived %s after it was sent", i+1, d)
+		}
+		if i == 0 && s.handled.Sub(sent) < held {
+			t.Errorf("the server read the first request %s after it was sent, before the hold of %s", s.handled.Sub(sent), held)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOfUnstamped: a request from a server not wrapped has no time.
+func TestOfUnstamped(t *testing.T) {
+	r, _ := http.NewRequest("GET", "http://x/", nil)
+	if _, ok := Of(r); ok {
+		t.Error("a time for a request with no stamped connection")
+	}
+}
