@@ -35,6 +35,14 @@ type attempt struct {
 	Bank     int       // the status the bank itself answered, when it was sent to the bank
 	Retry    string    // the Retry-After the client was given
 	Answer   string    // the body the client was given
+
+	// For a wait's witnessed bounds (answer: see waitSpans), where the
+	// client's busy time can be read: the client's busy time when this
+	// request had arrived (BusyIn) and just before its answer was written
+	// (BusyOut), and when the answer had been written (Written).
+	BusyIn, BusyOut time.Duration
+	InRead, OutRead bool // the readings were taken
+	Written         time.Time
 }
 
 // A fault is what the front does with one POST /transfers.
@@ -67,9 +75,11 @@ type front struct {
 	// dropOthers closes every request but a POST /transfers unanswered
 	// (a lookup, say).
 	dropOthers bool
-	run        int           // the client's current start
-	arrived    chan struct{} // a signal each time an attempt arrives or ends
-	done       chan struct{} // the check is over: held requests let go
+	run        int // the client's current start
+	// busy reads the client's busy time (procs.Child.Busy), once it runs.
+	busy    func() (time.Duration, bool)
+	arrived chan struct{} // a signal each time an attempt arrives or ends
+	done    chan struct{} // the check is over: held requests let go
 
 	ln net.Listener
 	hs *http.Server
@@ -132,13 +142,15 @@ func (f *front) posts() []attempt {
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sent, stamped := arrival.Of(r) // its head's, before the body is read
+	busyIn, inRead := f.busyNow()
 	body := new(strings.Builder)
 	if r.Body != nil {
 		_, _ = copyAtMost(body, r.Body, 64<<10)
 	}
 	a := &attempt{Method: r.Method, Path: r.URL.RequestURI(), Key: r.Header.Get("Idempotency-Key"),
 		Keys: len(r.Header.Values("Idempotency-Key")), Auth: r.Header.Get("Authorization"),
-		Type: r.Header.Get("Content-Type"), Body: body.String(), At: time.Now()}
+		Type: r.Header.Get("Content-Type"), Body: body.String(), At: time.Now(),
+		BusyIn: busyIn, InRead: inRead}
 	a.Sent = a.At
 	if stamped && sent.Before(a.At) {
 		a.Sent = sent
@@ -180,8 +192,14 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.Status, a.Retry, a.Answered, a.Did = flt.status, flt.retry, time.Now(), "answered "+strconv.Itoa(flt.status)+retryWords(flt.retry)+" itself"
 			a.Answer = flt.body
 		})
+		h.Set("Content-Length", strconv.Itoa(len(flt.body)))
+		busyOut, outRead := f.busyNow()
 		w.WriteHeader(flt.status)
 		fmt.Fprint(w, flt.body)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush() // on its way to the client: then Written
+		}
+		f.note(a, func() { a.BusyOut, a.OutRead, a.Written = busyOut, outRead, time.Now() })
 		return
 	case drop:
 		f.note(a, func() { a.Answered, a.Did = time.Now(), "closed unanswered (not sent to the bank)" })
@@ -215,6 +233,17 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 	w.WriteHeader(rec.Code)
 	w.Write(rec.Body.Bytes())
+}
+
+// busyNow reads the client's busy time, where it can be read.
+func (f *front) busyNow() (time.Duration, bool) {
+	f.mu.Lock()
+	busy := f.busy
+	f.mu.Unlock()
+	if busy == nil {
+		return 0, false
+	}
+	return busy()
 }
 
 // note changes an attempt under the lock.

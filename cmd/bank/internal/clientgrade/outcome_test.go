@@ -2,6 +2,7 @@ package clientgrade
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,53 @@ func ms(v ...int) []time.Duration {
 		d = append(d, time.Duration(x)*time.Millisecond)
 	}
 	return d
+}
+
+// TestWaitSpans: a wait lies between its measured length less the client's
+// busy time and its length from the front's first move to answer; a wait
+// across a restart, or without a reading, has no least.
+func TestWaitSpans(t *testing.T) {
+	at := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
+	tick := func(ms int) time.Time { return at.Add(time.Duration(ms) * time.Millisecond) }
+	posts := []attempt{
+		{Run: 1, Sent: tick(0), Answered: tick(10), Written: tick(12), BusyOut: 5 * time.Millisecond, OutRead: true, InRead: true},
+		{Run: 1, Sent: tick(112), Answered: tick(120), Written: tick(125), BusyIn: 35 * time.Millisecond, BusyOut: 36 * time.Millisecond, OutRead: true, InRead: true},
+		{Run: 2, Sent: tick(300), Answered: tick(301), BusyIn: 2 * time.Millisecond, InRead: true},
+		{Run: 2, Sent: tick(400), InRead: true},
+	}
+	want := []span{{lo: 70 * time.Millisecond, hi: 102 * time.Millisecond, witnessed: true}, {hi: 180 * time.Millisecond}, {hi: 99 * time.Millisecond}}
+	if got := waitSpans(posts); !slices.Equal(got, want) {
+		t.Errorf("waitSpans = %v, want %v", got, want)
+	}
+}
+
+// TestWitnessedSpread: waits proven apart, proven together, and (wide
+// spans) neither; one outlier each way is left out; an unwitnessed span
+// proves nothing.
+func TestWitnessedSpread(t *testing.T) {
+	spans := func(lohi ...int) []span {
+		var s []span
+		for i := 0; i < len(lohi); i += 2 {
+			s = append(s, span{lo: time.Duration(lohi[i]) * time.Millisecond, hi: time.Duration(lohi[i+1]) * time.Millisecond, witnessed: true})
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name            string
+		spans           []span
+		apart, together int
+		ok              bool
+	}{
+		{"jitter", spans(400, 405, 410, 412, 430, 433, 446, 450, 445, 449), 33, 39, true},
+		{"lockstep", spans(398, 402, 399, 403, 397, 401, 398, 404, 400, 402), -3, 5, true},
+		{"a busy machine", spans(150, 420, 200, 460, 180, 430, 120, 410, 260, 440), -220, 290, true},
+		{"one held up", spans(398, 402, 399, 403, 397, 401, 520, 530, 400, 402, 396, 400), -1, 6, true},
+		{"too few", spans(1, 2, 3, 4, 5, 6), 0, 0, false},
+		{"unwitnessed", append(spans(1, 2, 3, 4, 5, 6), span{hi: 9}), 0, 0, false},
+	} {
+		apart, together, ok := witnessedSpread(c.spans)
+		if ok != c.ok || ok && (apart != time.Duration(c.apart)*time.Millisecond || together != time.Duration(c.together)*time.Millisecond) {
+			t.Errorf("%s: apart %s, together %s, %t; want %dms, %dms, %t", c.name, apart, together, ok, c.apart, c.together, c.ok)
+		}
+	}
 }

@@ -87,6 +87,62 @@ func waitsOf(posts []attempt) []time.Duration {
 	return w
 }
 
+// A span is what the grader knows of how long a client chose to wait
+// between two attempts. It waited at most hi: from the instant the front
+// began to answer the first to the kernel's arrival of the next. Where
+// the client's busy time was read (Linux, a cgroup of its own), it waited
+// at least lo: from the instant the answer had been written to that
+// arrival, less the time its processes ran or were ready to run but had
+// no CPU in between. The rest it spent asleep or blocked of its own
+// accord, however busy the machine was: its wait is a witnessed fact
+// within [lo, hi], not one guessed from the machine's load.
+type span struct {
+	lo, hi    time.Duration
+	witnessed bool // lo is known
+}
+
+// waitSpans are the spans of a client's waits, as waitsOf's.
+func waitSpans(posts []attempt) []span {
+	var out []span
+	for i := 1; i < len(posts); i++ {
+		a, b := posts[i-1], posts[i]
+		if a.Answered.IsZero() {
+			break
+		}
+		s := span{hi: b.Sent.Sub(a.Answered)}
+		if a.Run == b.Run && a.OutRead && b.InRead && !a.Written.IsZero() {
+			s.lo, s.witnessed = b.Sent.Sub(a.Written)-(b.BusyIn-a.BusyOut), true
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// witnessedSpread is what the spans of many clients' waits after the same
+// failure prove, the two likeliest outliers left out as in lockstep's
+// spread (one client its disk or the machine held up is not jitter):
+// apart, by how much the second longest least wait exceeds the second
+// shortest longest one (more than nothing: two clients at least chose
+// waits that far apart); together, by how much the second longest
+// longest wait exceeds the second shortest least one (all but two chose
+// waits within it). ok is false unless every span was witnessed.
+func witnessedSpread(spans []span) (apart, together time.Duration, ok bool) {
+	if len(spans) < 4 {
+		return 0, 0, false
+	}
+	var lo, hi []time.Duration
+	for _, s := range spans {
+		if !s.witnessed {
+			return 0, 0, false
+		}
+		lo, hi = append(lo, s.lo), append(hi, s.hi)
+	}
+	slices.Sort(lo)
+	slices.Sort(hi)
+	n := len(spans)
+	return lo[n-2] - hi[1], hi[n-2] - lo[1], true
+}
+
 func msList(ds []time.Duration) string {
 	var s []string
 	for _, d := range ds {
@@ -169,12 +225,16 @@ func lockstep(t *trial) {
 			t.Fail(nil, "client %d reported %s, not made, after %d failures", i+1, o, lockstepRounds)
 		}
 	}
-	var spreads, medians []time.Duration
+	var spreads, medians, aparts, togethers []time.Duration
+	witnessed := true
 	for round := range lockstepRounds {
 		var waits []time.Duration
+		var spans []span
 		for _, f := range fronts {
-			if w := waitsOf(f.posts()); len(w) > round {
+			posts := f.posts()
+			if w := waitsOf(posts); len(w) > round {
 				waits = append(waits, w[round])
+				spans = append(spans, waitSpans(posts)[round])
 			}
 		}
 		if len(waits) < 2 {
@@ -190,20 +250,35 @@ func lockstep(t *trial) {
 		spreads = append(spreads, spread)
 		medians = append(medians, waits[len(waits)/2])
 		t.Note("after failure %d the %d clients waited %s (spread %dms, the quickest and the slowest left out)", round+1, len(waits), msList(waits), spread.Milliseconds())
+		apart, together, ok := witnessedSpread(spans)
+		witnessed = witnessed && ok
+		if ok {
+			aparts, togethers = append(aparts, apart), append(togethers, together)
+			t.Note("  the waits they chose, their processes' run and CPU waits left out: %dms apart at least, within %dms at most", apart.Milliseconds(), together.Milliseconds())
+		}
 	}
 	t.books(audit.Intent{Label: "the taps", From: adaFrom, To: adaTo, Kobo: kobo, Want: lockstepClients})
 	if len(spreads) < lockstepRounds {
 		t.Fail(nil, "the clients did not retry after each of %d 503s", lockstepRounds)
 	}
 	// The last two failures decide: their waits are the longest, so the
-	// machine's own delays weigh least there. Those delays grow with the
-	// machine's load (a node client in lockstep spread by 60 ms at 11
-	// tasks a core), and so do the spreads that show jitter.
-	busy := pace.Factor()
+	// machine's own delays weigh least there.
+	slack := func(r int) time.Duration { return stepSlack + medians[r]*3/100 }
+	lastTwo := func(ok func(r int) bool) bool { return ok(lockstepRounds-2) && ok(lockstepRounds-1) }
 	last := spreads[lockstepRounds-2:]
-	inStep := func(r int) bool { return spreads[r] <= stepSlack+medians[r]*3/100 }
+	// Witnessed (see span): what the clients chose, whatever the load.
+	if witnessed && lastTwo(func(r int) bool { return aparts[r] > slack(r) }) {
+		t.Pass("the clients chose waits that differed after the same failure: at least %s apart, their processes' run and CPU waits left out (spreads as measured: %s)", msList(aparts[lockstepRounds-2:]), msList(spreads))
+	}
+	if witnessed && lastTwo(func(r int) bool { return togethers[r] <= slack(r) }) {
+		t.Fail(&mLockstep, "after each of the last two failures the %d clients chose the same wait, to within %s, their processes' run and CPU waits left out (spreads as measured: %s): clients that fail together retry together", lockstepClients, msList(togethers[lockstepRounds-2:]), msList(spreads))
+	}
+	// Measured only: the machine's own delays grow with its load (a
+	// node client in lockstep spread by 60 ms at 11 tasks a core), and
+	// so do the spreads that show jitter.
+	busy := pace.Factor()
 	switch {
-	case inStep(lockstepRounds-2) && inStep(lockstepRounds-1): // a busy machine only spreads them more
+	case lastTwo(func(r int) bool { return spreads[r] <= slack(r) }): // a busy machine only spreads them more
 		t.Fail(&mLockstep, "after each of the last two failures the %d clients waited the same, to within %s (spreads: %s): clients that fail together retry together", lockstepClients, msList(last), msList(spreads))
 	case slices.Min(last) >= scaled(apartLeast, busy) && slices.Max(last) >= scaled(apartMost, busy):
 		t.Pass("the clients' waits after the same failure differed: spreads of %s", msList(spreads))

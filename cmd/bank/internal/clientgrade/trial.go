@@ -116,6 +116,9 @@ func (t *trial) launch(f *front, body string, from int64, drafts string) *client
 		"ATTEMPT_TIMEOUT_MS": strconv.FormatInt(t.timeout.Milliseconds(), 10)})
 	t.Must(err)
 	c.front, c.n = f, n
+	f.mu.Lock()
+	f.busy = c.child.Busy
+	f.mu.Unlock()
 	t.clients = append(t.clients, c)
 	return c
 }
