@@ -149,3 +149,30 @@ func TestWitnessedSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestGrewWitnessed: one late wait proven three times the early ones is a
+// backoff's growth, however busy the machine; wide spans prove nothing.
+func TestGrewWitnessed(t *testing.T) {
+	spans := func(lohi ...int) []span {
+		var s []span
+		for i := 0; i < len(lohi); i += 2 {
+			s = append(s, span{lo: time.Duration(lohi[i]) * time.Millisecond, hi: time.Duration(lohi[i+1]) * time.Millisecond, witnessed: true})
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name  string
+		spans []span
+		want  bool
+	}{
+		{"full jitter", spans(20, 41, 70, 81, 5, 14, 390, 403, 330, 339, 770, 780, 2520, 2536, 120, 139), true},
+		{"a fixed delay held up once", spans(90, 101, 95, 103, 92, 100, 91, 102, 93, 100, 94, 101, 90, 104, 100, 900), false},
+		{"wide spans", spans(10, 80, 20, 90, 10, 70, 30, 200, 40, 210, 20, 230, 100, 300, 60, 240), false},
+		{"too few", spans(10, 11, 50, 51), false},
+		{"one unwitnessed", append(spans(20, 41, 70, 81, 5, 14, 390, 403, 330, 339, 770, 780, 2520, 2536), span{hi: 139}), false},
+	} {
+		if got := grewWitnessed(c.spans); got != c.want {
+			t.Errorf("%s: grewWitnessed = %t, want %t", c.name, got, c.want)
+		}
+	}
+}
