@@ -123,25 +123,18 @@ func TestWaitSpans(t *testing.T) {
 // spans) neither; one outlier each way is left out; an unwitnessed span
 // proves nothing.
 func TestWitnessedSpread(t *testing.T) {
-	spans := func(lohi ...int) []span {
-		var s []span
-		for i := 0; i < len(lohi); i += 2 {
-			s = append(s, span{lo: time.Duration(lohi[i]) * time.Millisecond, hi: time.Duration(lohi[i+1]) * time.Millisecond, witnessed: true})
-		}
-		return s
-	}
 	for _, c := range []struct {
 		name            string
 		spans           []span
 		apart, together int
 		ok              bool
 	}{
-		{"jitter", spans(400, 405, 410, 412, 430, 433, 446, 450, 445, 449), 33, 39, true},
-		{"lockstep", spans(398, 402, 399, 403, 397, 401, 398, 404, 400, 402), -3, 5, true},
-		{"a busy machine", spans(150, 420, 200, 460, 180, 430, 120, 410, 260, 440), -220, 290, true},
-		{"one held up", spans(398, 402, 399, 403, 397, 401, 520, 530, 400, 402, 396, 400), -1, 6, true},
-		{"too few", spans(1, 2, 3, 4, 5, 6), 0, 0, false},
-		{"unwitnessed", append(spans(1, 2, 3, 4, 5, 6), span{hi: 9}), 0, 0, false},
+		{"jitter", spansOf(400, 405, 410, 412, 430, 433, 446, 450, 445, 449), 33, 39, true},
+		{"lockstep", spansOf(398, 402, 399, 403, 397, 401, 398, 404, 400, 402), -3, 5, true},
+		{"a busy machine", spansOf(150, 420, 200, 460, 180, 430, 120, 410, 260, 440), -220, 290, true},
+		{"one held up", spansOf(398, 402, 399, 403, 397, 401, 520, 530, 400, 402, 396, 400), -1, 6, true},
+		{"too few", spansOf(1, 2, 3, 4, 5, 6), 0, 0, false},
+		{"unwitnessed", append(spansOf(1, 2, 3, 4, 5, 6), span{hi: 9}), 0, 0, false},
 	} {
 		apart, together, ok := witnessedSpread(c.spans)
 		if ok != c.ok || ok && (apart != time.Duration(c.apart)*time.Millisecond || together != time.Duration(c.together)*time.Millisecond) {
@@ -153,26 +146,28 @@ func TestWitnessedSpread(t *testing.T) {
 // TestGrewWitnessed: one late wait proven three times the early ones is a
 // backoff's growth, however busy the machine; wide spans prove nothing.
 func TestGrewWitnessed(t *testing.T) {
-	spans := func(lohi ...int) []span {
-		var s []span
-		for i := 0; i < len(lohi); i += 2 {
-			s = append(s, span{lo: time.Duration(lohi[i]) * time.Millisecond, hi: time.Duration(lohi[i+1]) * time.Millisecond, witnessed: true})
-		}
-		return s
-	}
 	for _, c := range []struct {
 		name  string
 		spans []span
 		want  bool
 	}{
-		{"full jitter", spans(20, 41, 70, 81, 5, 14, 390, 403, 330, 339, 770, 780, 2520, 2536, 120, 139), true},
-		{"a fixed delay held up once", spans(90, 101, 95, 103, 92, 100, 91, 102, 93, 100, 94, 101, 90, 104, 100, 900), false},
-		{"wide spans", spans(10, 80, 20, 90, 10, 70, 30, 200, 40, 210, 20, 230, 100, 300, 60, 240), false},
-		{"too few", spans(10, 11, 50, 51), false},
-		{"one unwitnessed", append(spans(20, 41, 70, 81, 5, 14, 390, 403, 330, 339, 770, 780, 2520, 2536), span{hi: 139}), false},
+		{"full jitter", spansOf(20, 41, 70, 81, 5, 14, 390, 403, 330, 339, 770, 780, 2520, 2536, 120, 139), true},
+		{"a fixed delay held up once", spansOf(90, 101, 95, 103, 92, 100, 91, 102, 93, 100, 94, 101, 90, 104, 100, 900), false},
+		{"wide spans", spansOf(10, 80, 20, 90, 10, 70, 30, 200, 40, 210, 20, 230, 100, 300, 60, 240), false},
+		{"too few", spansOf(10, 11, 50, 51), false},
+		{"one unwitnessed", append(spansOf(20, 41, 70, 81, 5, 14, 390, 403, 330, 339, 770, 780, 2520, 2536), span{hi: 139}), false},
 	} {
 		if got := grewWitnessed(c.spans); got != c.want {
 			t.Errorf("%s: grewWitnessed = %t, want %t", c.name, got, c.want)
 		}
 	}
+}
+
+// spansOf are witnessed spans, lo and hi in milliseconds, in pairs.
+func spansOf(lohi ...int) []span {
+	var s []span
+	for i := 0; i < len(lohi); i += 2 {
+		s = append(s, span{lo: time.Duration(lohi[i]) * time.Millisecond, hi: time.Duration(lohi[i+1]) * time.Millisecond, witnessed: true})
+	}
+	return s
 }
