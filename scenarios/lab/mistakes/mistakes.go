@@ -181,7 +181,7 @@ var Catalogue = []Mistake{
 		Diagnosis: "no claim on the row: two workers both sent it, and only a rail that refuses a reference twice, or luck, keeps it from being paid twice",
 		See:       "bank scenario outbox"},
 	{Name: "reference-not-stored", Summary: "the rail's reference not stored before sending",
-		Diagnosis: "the reference not stored before the first send: a worker killed and started again made a new one, and the rail paid the row twice",
+		Diagnosis: "the reference not stored before the first send: the next try, or the worker started again after a crash, cannot find it, makes a new one, and the rail pays the row again",
 		See:       "bank scenario rails"},
 }
 
