@@ -21,7 +21,7 @@ import (
 
 // bank grade client is a judge too, proven on clients its author did not
 // write: testdata/clients holds clients written from bank grade client
-// --contract alone, by other hands, in Python, Node.js, Perl and Go. The
+// --contract alone, by other hands, in Python, Node.js (twice), Perl and Go. The
 // correct ones must pass every check; each mistake (CLIENT_MISTAKE) must
 // fail the checks it breaks, naming it, and pass the rest. make test
 // grades each once; BANK_CORPUS_RUNS=20 grades each 20 times.
@@ -37,8 +37,8 @@ func clientCorpus(t *testing.T, lang string) []string {
 	if lang == "go" {
 		return []string{goBuild(t, dir)}
 	}
-	file := map[string]string{"python": "client.py", "node": "client.mjs", "perl": "client.pl"}[lang]
-	interp := map[string]string{"python": "python3", "node": "node", "perl": "perl"}[lang]
+	file := map[string]string{"python": "client.py", "node": "client.mjs", "perl": "client.pl", "lesson": "client.mjs"}[lang]
+	interp := map[string]string{"python": "python3", "node": "node", "perl": "perl", "lesson": "node"}[lang]
 	path, err := exec.LookPath(interp)
 	if err != nil {
 		corpusMissing(t, "no %s on PATH, for testdata/clients/%s", interp, lang)
@@ -126,7 +126,10 @@ var timing = []string{"hung", "backoff", "lockstep"}
 
 func TestGradeClientCorpus(t *testing.T) {
 	t.Parallel()
-	for _, lang := range []string{"python", "node", "perl", "go"} {
+	// lesson: the lesson's own sendTransfer grown to the contract, its
+	// backoff kept as the lesson writes it (a random 0 to 50 ms of
+	// jitter, the least lockstep must take for jitter).
+	for _, lang := range []string{"python", "node", "perl", "go", "lesson"} {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
 			clientGraded(t, "", nil, clientCorpus(t, lang))

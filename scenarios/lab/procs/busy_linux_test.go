@@ -43,12 +43,12 @@ func TestBusy(t *testing.T) {
 	utime, _ := strconv.Atoi(f[11])
 	stime, _ := strconv.Atoi(f[12])
 	cpu := time.Duration(utime+stime) * time.Second / 100 // USER_HZ
-	if d := spun - before; d < cpu-20*time.Millisecond || cpu < 50*time.Millisecond {
+	if d := spun.Less(before).Sum(); d < cpu-20*time.Millisecond || cpu < 50*time.Millisecond {
 		t.Errorf("busy grew by %s while it spun for %s of CPU", d, cpu)
 	}
 	time.Sleep(300 * time.Millisecond)
 	slept, _ := g.Busy()
-	if d := slept - spun; d > 100*time.Millisecond {
+	if d := slept.Less(spun).Sum(); d > 100*time.Millisecond {
 		t.Errorf("busy grew by %s while it slept for 300 ms", d)
 	}
 	g.Kill()

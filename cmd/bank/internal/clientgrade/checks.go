@@ -38,7 +38,7 @@ var Checks = []Check{
 	{Name: "unavailable", Title: "503 with Retry-After: 1: retried under the same key, not before a second", Required: true, See: "bank scenario backoff", run: thrown(503, "1")},
 	{Name: "refused", Title: "a refusal (422, not enough money): not retried, reported refused with the server's reason", Required: true, See: "bank exercise should-retry", run: refused},
 	{Name: "bad-request", Title: "a 400: not retried, reported refused", Required: true, See: "bank exercise should-retry", run: badRequest},
-	{Name: "backoff", Title: "five failures in a row: the waits between attempts grow", Required: true, See: "bank scenario backoff", run: backoff},
+	{Name: "backoff", Title: "eight failures in a row: the waits between attempts grow", Required: true, See: "bank scenario backoff", run: backoff},
 	{Name: "lockstep", Title: "twelve clients failing alike: their waits differ (jitter), so they do not retry in lockstep", Required: true, See: "bank scenario backoff", run: lockstep},
 	{Name: "give-up", Title: "a server that never answers again, lookups included: the outcome unknown, never refused, within 10 attempts", Required: true, See: "bank scenario unknown-outcome", run: giveUp},
 	{Name: "lookup", Title: "having given up, asks GET /transfers?key= and reports what became of it", Required: false, See: "bank scenario unknown-outcome", run: lookup},
@@ -190,7 +190,7 @@ func hung(t *trial) {
 	t.sameKeys(posts, adaPaysBola, adaFrom)
 	b := t.books(adaIntent("Ada's tap", 1))
 	t.made(o, b, adaIntent("", 1))
-	t.Pass("gave the hung attempt up after %dms and retried under the same key; reported made", waited.Milliseconds())
+	t.Pass("gave the hung attempt up after %dms (ATTEMPT_TIMEOUT_MS=%d%s) and retried under the same key; reported made", waited.Milliseconds(), timeout.Milliseconds(), map[bool]string{true: ", stretched by the machine's load"}[timeout != t.cfg.AttemptTimeout])
 }
 
 // first is a plan that throws flt at the first POST and lets the others

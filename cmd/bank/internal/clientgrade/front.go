@@ -13,6 +13,7 @@ import (
 
 	"github.com/zudojs/bank/bank/api"
 	"github.com/zudojs/bank/cmd/bank/internal/arrival"
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // An attempt is one request the client sent, as the front saw it.
@@ -40,7 +41,7 @@ type attempt struct {
 	// client's busy time can be read: the client's busy time when this
 	// request had arrived (BusyIn) and just before its answer was written
 	// (BusyOut), and when the answer had been written (Written).
-	BusyIn, BusyOut time.Duration
+	BusyIn, BusyOut procs.CPUTime
 	InRead, OutRead bool // the readings were taken
 	Written         time.Time
 }
@@ -77,7 +78,7 @@ type front struct {
 	dropOthers bool
 	run        int // the client's current start
 	// busy reads the client's busy time (procs.Child.Busy), once it runs.
-	busy    func() (time.Duration, bool)
+	busy    func() (procs.CPUTime, bool)
 	arrived chan struct{} // a signal each time an attempt arrives or ends
 	done    chan struct{} // the check is over: held requests let go
 
@@ -236,12 +237,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // busyNow reads the client's busy time, where it can be read.
-func (f *front) busyNow() (time.Duration, bool) {
+func (f *front) busyNow() (procs.CPUTime, bool) {
 	f.mu.Lock()
 	busy := f.busy
 	f.mu.Unlock()
 	if busy == nil {
-		return 0, false
+		return procs.CPUTime{}, false
 	}
 	return busy()
 }

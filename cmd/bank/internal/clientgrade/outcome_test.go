@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zudojs/bank/scenarios/lab/procs"
 )
 
 // exitWith is the error a process that exited with code leaves.
@@ -102,18 +104,22 @@ func ms(v ...int) []time.Duration {
 }
 
 // TestWaitSpans: a wait lies between its measured length less the client's
-// busy time and its length from the front's first move to answer; a wait
-// across a restart, or without a reading, has no least.
+// busy time and its length from the front's first move to answer; the
+// machine held it up by the front's writing and the client's waits for a
+// core; a wait across a restart, or without a reading, has no least.
 func TestWaitSpans(t *testing.T) {
 	at := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
 	tick := func(ms int) time.Time { return at.Add(time.Duration(ms) * time.Millisecond) }
+	cpu := func(ran, waited int) procs.CPUTime {
+		return procs.CPUTime{Ran: time.Duration(ran) * time.Millisecond, Waited: time.Duration(waited) * time.Millisecond}
+	}
 	posts := []attempt{
-		{Run: 1, Sent: tick(0), Answered: tick(10), Written: tick(12), BusyOut: 5 * time.Millisecond, OutRead: true, InRead: true},
-		{Run: 1, Sent: tick(112), Answered: tick(120), Written: tick(125), BusyIn: 35 * time.Millisecond, BusyOut: 36 * time.Millisecond, OutRead: true, InRead: true},
-		{Run: 2, Sent: tick(300), Answered: tick(301), BusyIn: 2 * time.Millisecond, InRead: true},
+		{Run: 1, Sent: tick(0), Answered: tick(10), Written: tick(12), BusyOut: cpu(4, 1), OutRead: true, InRead: true},
+		{Run: 1, Sent: tick(112), Answered: tick(120), Written: tick(125), BusyIn: cpu(21, 14), BusyOut: cpu(22, 14), OutRead: true, InRead: true},
+		{Run: 2, Sent: tick(300), Answered: tick(301), BusyIn: cpu(2, 0), InRead: true},
 		{Run: 2, Sent: tick(400), InRead: true},
 	}
-	want := []span{{lo: 70 * time.Millisecond, hi: 102 * time.Millisecond, witnessed: true}, {hi: 180 * time.Millisecond}, {hi: 99 * time.Millisecond}}
+	want := []span{{lo: 70 * time.Millisecond, hi: 102 * time.Millisecond, held: 15 * time.Millisecond, witnessed: true}, {hi: 180 * time.Millisecond}, {hi: 99 * time.Millisecond}}
 	if got := waitSpans(posts); !slices.Equal(got, want) {
 		t.Errorf("waitSpans = %v, want %v", got, want)
 	}
@@ -170,4 +176,39 @@ func spansOf(lohi ...int) []span {
 		s = append(s, span{lo: time.Duration(lohi[i]) * time.Millisecond, hi: time.Duration(lohi[i+1]) * time.Millisecond, witnessed: true})
 	}
 	return s
+}
+
+// TestStepVerdict: the last five failures decide lockstep, three of them
+// each way; what the clients chose, where witnessed, before their waits as
+// measured. The lesson's own jitter (a random 0 to 50 ms on waits of up to
+// 1,600 ms) is jitter, however long the waits.
+func TestStepVerdict(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	seen := func(spread, apart, together, held int) round {
+		return round{spread: ms(spread), apart: ms(apart), together: ms(together), held: ms(held), witnessed: true}
+	}
+	measured := func(spread int) round { return round{spread: ms(spread)} }
+	for _, c := range []struct {
+		name string
+		last []round
+		busy float64
+		want stepKind
+	}{
+		{"the lesson's jitter, witnessed", []round{seen(35, 20, 60, 3), seen(44, 30, 51, 2), seen(31, 24, 38, 4), seen(33, 27, 40, 2), seen(16, 9, 21, 3)}, 1, apartWitnessed},
+		{"the lesson's jitter, spans wide", []round{seen(40, -5, 70, 4), seen(19, -20, 50, 3), seen(28, -10, 60, 2), seen(33, -8, 66, 5), seen(24, -15, 58, 1)}, 1.8, apartMeasured},
+		{"the lesson's jitter, measured", []round{measured(40), measured(19), measured(28), measured(33), measured(24)}, 1, apartMeasured},
+		{"the lesson's jitter on long waits", []round{measured(38), measured(30), measured(41), measured(33), measured(35)}, 1, apartMeasured},
+		{"the lesson's jitter, measured on a busy machine", []round{measured(38), measured(30), measured(41), measured(33), measured(35)}, 2, cannotTell},
+		{"the lesson's jitter, held up on a busy machine", []round{seen(48, -20, 90, 30), seen(52, -25, 95, 35), seen(61, -10, 99, 22), seen(40, -30, 88, 31), seen(70, -5, 120, 40)}, 6, cannotTell},
+		{"full jitter on a busy machine", []round{seen(100, 20, 190, 60), seen(210, 100, 330, 70), seen(400, 210, 620, 50), seen(90, -40, 180, 80), seen(700, 380, 950, 40)}, 6, apartWitnessed},
+		{"no jitter, witnessed", []round{seen(15, -9, 140, 2), seen(9, -5, 17, 1), seen(5, -4, 9, 1), seen(7, -6, 12, 2), seen(30, 2, 41, 3)}, 1, togetherWitnessed},
+		{"no jitter, measured", []round{measured(22), measured(17), measured(6), measured(13), measured(9)}, 1, togetherMeasured},
+		{"no jitter, one round unwitnessed", []round{seen(18, -9, 140, 2), seen(9, -5, 17, 2), seen(5, -4, 9, 1), measured(7), seen(6, -3, 10, 0)}, 1, togetherMeasured},
+		{"no jitter on a busy machine", []round{seen(60, -40, 90, 45), seen(41, -33, 77, 30), seen(38, -30, 70, 25), seen(45, -25, 80, 33), seen(52, -41, 95, 38)}, 6, cannotTell},
+		{"two rounds each way", []round{seen(20, 14, 25, 1), seen(8, -2, 11, 1), seen(24, 19, 30, 1), seen(30, 21, 35, 9), seen(9, -1, 16, 2)}, 1, cannotTell},
+	} {
+		if got := stepVerdict(c.last, c.busy); got != c.want {
+			t.Errorf("%s: stepVerdict = %d, want %d", c.name, got, c.want)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package clientgrade
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,26 +29,34 @@ const (
 	growthRatio = 3
 	// lockstepClients are started lockstepApart from each other in the
 	// lockstep check, and the first lockstepRounds attempts of each are
-	// answered 503: six, so that the two that decide come a second or
-	// more after a client's start, when a runtime's start-up work (node
-	// compiles on threads of its own for a second or more on a busy
-	// machine) no longer blurs what the client chose.
+	// answered 503: six, so that five decide while the first, blurred
+	// most by a runtime's start-up work (node compiles on threads of its
+	// own for a second or more on a busy machine), is left out.
 	lockstepClients = 12
 	lockstepRounds  = 6
 	lockstepApart   = 150 * time.Millisecond
-	// After each of the last two failures, the spread of the clients'
-	// waits, the quickest and the slowest left out: within stepSlack and
-	// 3 % of the median wait is lockstep (the processes' own delays,
-	// measured at 3 to 13 ms on the quiet 2-core machine, spread them no
-	// more); apartLeast after both and apartMost after one is jitter (the
-	// lesson's, a random 0 to 50 ms, spreads the middle ten of twelve
-	// clients by 22 ms or more in about 97 of 100 failures); on a busy
-	// machine both stretched by its load (pace.Factor). Between the two
-	// the check cannot tell: a busy machine's own delays are as wide as
-	// the lesson's jitter.
-	stepSlack  = 12 * time.Millisecond
-	apartLeast = 22 * time.Millisecond
-	apartMost  = 30 * time.Millisecond
+	// The last lockstepDecide failures decide (the first is left out: a
+	// runtime's start-up work blurs it most), three of them each way, so
+	// that a failure or two the machine or a runtime's own work blurred
+	// does not leave the check unable to tell. After one, the spread of
+	// the clients' waits, the quickest and the slowest left out, within
+	// stepSlack is in step: a client without jitter chooses the very wait
+	// the others do (the processes' own delays, measured at 7 to 26 ms
+	// after failures 2 to 6 for twelve node clients on the quiet 2-core
+	// machine, most often under 18, spread them no more). The least
+	// jitter the lesson accepts, its random 0 to 50 ms, spreads the middle
+	// ten of twelve clients (Beta(9, 4) times 50 ms) by 18 ms or less in
+	// 7 of 1,000 failures, so three of five in 3 of a million grades; by
+	// apartLeast or more in 97 of 100 (fewer than three of five in 3 of
+	// 10,000 grades). Neither bound grows with the waits: what jitter adds
+	// does not (the lesson adds 50 ms at most to waits up to 1,600 ms),
+	// and neither do the processes' delays. Spreads as measured show
+	// jitter when apartLeast or more beyond what the machine's delays can
+	// account for (machineSpread); between the bounds the check cannot
+	// tell.
+	lockstepDecide = 5
+	stepSlack      = 18 * time.Millisecond
+	apartLeast     = 22 * time.Millisecond
 )
 
 // grew reports whether the waits grew as a backoff's do: the longest of
@@ -120,11 +129,14 @@ func waitsOf(posts []attempt) []time.Duration {
 // at least lo: from the instant the answer had been written to that
 // arrival, less the time its processes ran or were ready to run but had
 // no CPU in between. The rest it spent asleep or blocked of its own
-// accord, however busy the machine was: its wait is a witnessed fact
-// within [lo, hi], not one guessed from the machine's load.
+// accord, however busy the machine: its wait is a witnessed fact within
+// [lo, hi], not one guessed from the machine's load. held is how much of
+// hi the machine itself can have added: the front's time to write its
+// answer, and the client's time ready to run with no CPU.
 type span struct {
 	lo, hi    time.Duration
-	witnessed bool // lo is known
+	held      time.Duration
+	witnessed bool // lo and held are known
 }
 
 // waitSpans are the spans of a client's waits, as waitsOf's.
@@ -137,7 +149,8 @@ func waitSpans(posts []attempt) []span {
 		}
 		s := span{hi: b.Sent.Sub(a.Answered)}
 		if a.Run == b.Run && a.OutRead && b.InRead && !a.Written.IsZero() {
-			s.lo, s.witnessed = b.Sent.Sub(a.Written)-(b.BusyIn-a.BusyOut), true
+			busy := b.BusyIn.Less(a.BusyOut)
+			s.lo, s.held, s.witnessed = b.Sent.Sub(a.Written)-busy.Sum(), a.Written.Sub(a.Answered)+busy.Waited, true
 		}
 		out = append(out, s)
 	}
@@ -261,63 +274,126 @@ func lockstep(t *trial) {
 			t.Fail(nil, "client %d reported %s, not made, after %d failures", i+1, o, lockstepRounds)
 		}
 	}
-	var spreads, medians, aparts, togethers []time.Duration
-	witnessed := true
-	for round := range lockstepRounds {
-		var waits []time.Duration
-		var spans []span
+	var rounds []round
+	for n := range lockstepRounds {
+		var spans []span // a wait as measured is its span's hi
 		for _, f := range fronts {
-			posts := f.posts()
-			if w := waitsOf(posts); len(w) > round {
-				waits = append(waits, w[round])
-				spans = append(spans, waitSpans(posts)[round])
+			if s := waitSpans(f.posts()); len(s) > n {
+				spans = append(spans, s[n])
 			}
 		}
-		if len(waits) < 2 {
+		if len(spans) < 2 {
 			break
 		}
-		slices.Sort(waits)
+		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.hi, b.hi) })
+		var waits []time.Duration
+		for _, s := range spans {
+			waits = append(waits, s.hi)
+		}
 		// The spread of all but the quickest and the slowest: one
 		// client the machine held up is not jitter.
-		spread := waits[len(waits)-1] - waits[0]
-		if len(waits) >= 4 {
-			spread = waits[len(waits)-2] - waits[1]
+		middle := spans
+		if len(spans) >= 4 {
+			middle = spans[1 : len(spans)-1]
 		}
-		spreads = append(spreads, spread)
-		medians = append(medians, waits[len(waits)/2])
-		t.Note("after failure %d the %d clients waited %s (spread %dms, the quickest and the slowest left out)", round+1, len(waits), msList(waits), spread.Milliseconds())
-		apart, together, ok := witnessedSpread(spans)
-		witnessed = witnessed && ok
-		if ok {
-			aparts, togethers = append(aparts, apart), append(togethers, together)
-			t.Note("  the waits they chose, their processes' run and CPU waits left out: %dms apart at least, within %dms at most", apart.Milliseconds(), together.Milliseconds())
+		r := round{spread: middle[len(middle)-1].hi - middle[0].hi}
+		t.Note("after failure %d the %d clients waited %s (spread %dms, the quickest and the slowest left out)", n+1, len(waits), msList(waits), r.spread.Milliseconds())
+		r.apart, r.together, r.witnessed = witnessedSpread(spans)
+		if r.witnessed {
+			for _, s := range middle {
+				r.held = max(r.held, s.held)
+			}
+			t.Note("  the waits they chose, their processes' run and CPU waits left out: %dms apart at least, within %dms at most; the machine held one of the middle waits up %dms at most", r.apart.Milliseconds(), r.together.Milliseconds(), r.held.Milliseconds())
 		}
+		rounds = append(rounds, r)
 	}
 	t.books(audit.Intent{Label: "the taps", From: adaFrom, To: adaTo, Kobo: kobo, Want: lockstepClients})
-	if len(spreads) < lockstepRounds {
+	if len(rounds) < lockstepRounds {
 		t.Fail(nil, "the clients did not retry after each of %d 503s", lockstepRounds)
 	}
-	// The last two failures decide: their waits are the longest, so the
-	// machine's own delays weigh least there.
-	slack := func(r int) time.Duration { return stepSlack + medians[r]*3/100 }
-	lastTwo := func(ok func(r int) bool) bool { return ok(lockstepRounds-2) && ok(lockstepRounds-1) }
-	last := spreads[lockstepRounds-2:]
-	// Witnessed (see span): what the clients chose, whatever the load.
-	if witnessed && lastTwo(func(r int) bool { return aparts[r] > slack(r) }) {
-		t.Pass("the clients chose waits that differed after the same failure: at least %s apart, their processes' run and CPU waits left out (spreads as measured: %s)", msList(aparts[lockstepRounds-2:]), msList(spreads))
-	}
-	if witnessed && lastTwo(func(r int) bool { return togethers[r] <= slack(r) }) {
-		t.Fail(&mLockstep, "after each of the last two failures the %d clients chose the same wait, to within %s, their processes' run and CPU waits left out (spreads as measured: %s): clients that fail together retry together", lockstepClients, msList(togethers[lockstepRounds-2:]), msList(spreads))
-	}
-	// Measured only: the machine's own delays grow with its load (a
-	// node client in lockstep spread by 60 ms at 11 tasks a core), and
-	// so do the spreads that show jitter.
+	last := rounds[lockstepRounds-lockstepDecide:]
+	spreads := msList(spreadsOf(rounds, func(r round) time.Duration { return r.spread }))
 	busy := pace.Factor()
-	switch {
-	case lastTwo(func(r int) bool { return spreads[r] <= slack(r) }): // a busy machine only spreads them more
-		t.Fail(&mLockstep, "after each of the last two failures the %d clients waited the same, to within %s (spreads: %s): clients that fail together retry together", lockstepClients, msList(last), msList(spreads))
-	case slices.Min(last) >= scaled(apartLeast, busy) && slices.Max(last) >= scaled(apartMost, busy):
-		t.Pass("the clients' waits after the same failure differed: spreads of %s", msList(spreads))
+	switch stepVerdict(last, busy) {
+	case apartWitnessed:
+		t.Pass("the clients chose waits that differed after the same failure: at least %s apart after the last %d, their processes' run and CPU waits left out (spreads as measured: %s)", msList(spreadsOf(last, func(r round) time.Duration { return r.apart })), lockstepDecide, spreads)
+	case togetherWitnessed:
+		t.Fail(&mLockstep, "after the last %d failures the %d clients chose the same wait, to within %s, their processes' run and CPU waits left out (in step: within %dms after most of them; spreads as measured: %s): clients that fail together retry together", lockstepDecide, lockstepClients, msList(spreadsOf(last, func(r round) time.Duration { return r.together })), stepSlack.Milliseconds(), spreads)
+	case togetherMeasured: // a busy machine only spreads them more
+		t.Fail(&mLockstep, "after the last %d failures the %d clients waited the same, to within %s (in step: within %dms after most of them; spreads: %s): clients that fail together retry together", lockstepDecide, lockstepClients, msList(spreadsOf(last, func(r round) time.Duration { return r.spread })), stepSlack.Milliseconds(), spreads)
+	case apartMeasured:
+		t.Pass("the clients' waits after the same failure differed: spreads of %s, of which the machine's delays can account for %s at most", spreads, msList(spreadsOf(rounds, func(r round) time.Duration { return machineSpread(r, busy) })))
 	}
-	t.Unknown("the clients' waits after the last two failures spread by %s: too close to the machine's own delays to tell jitter from none (in step: within %dms and 3%% of the wait; apart: %dms after both and %dms after one, the machine's load now stretching them %.1f times)", msList(last), stepSlack.Milliseconds(), scaled(apartLeast, busy).Milliseconds(), scaled(apartMost, busy).Milliseconds(), busy)
+	t.Unknown("the clients' waits after the last %d failures spread by %s: too close to the machine's own delays to tell jitter from none (in step: within %dms after most of them; apart: %dms or more after most, beyond the %s the machine's delays can account for)", lockstepDecide, msList(spreadsOf(last, func(r round) time.Duration { return r.spread })), stepSlack.Milliseconds(), apartLeast.Milliseconds(), msList(spreadsOf(last, func(r round) time.Duration { return machineSpread(r, busy) })))
+}
+
+// A round is what the clients' waits after one failure show: their
+// spread as measured and, where every one was witnessed (see span), what
+// witnessedSpread proves of the waits they chose.
+type round struct {
+	spread          time.Duration
+	apart, together time.Duration
+	held            time.Duration // the most the machine held up one of the middle waits (span's)
+	witnessed       bool
+}
+
+func spreadsOf(rounds []round, of func(round) time.Duration) []time.Duration {
+	var out []time.Duration
+	for _, r := range rounds {
+		out = append(out, of(r))
+	}
+	return out
+}
+
+// machineSpread is how far the machine's own delays can have spread the
+// clients' waits after one failure beyond a quiet machine's: apartLeast
+// stretched by its load (pace.Factor: busy), less apartLeast, or where it
+// is witnessed and less, the most it held up one of the waits the spread
+// is taken over (that client's time ready to run with no CPU, the front's
+// time to write its answer).
+func machineSpread(r round, busy float64) time.Duration {
+	by := scaled(apartLeast, busy) - apartLeast
+	if r.witnessed {
+		by = min(by, r.held)
+	}
+	return by
+}
+
+// A stepKind is what the deciding rounds prove of the clients' waits.
+type stepKind int
+
+const (
+	cannotTell        stepKind = iota
+	apartWitnessed             // jitter: what the clients chose differed
+	togetherWitnessed          // lockstep: what they chose was the same
+	togetherMeasured           // lockstep: their waits as measured were the same
+	apartMeasured              // jitter: their waits as measured differed, beyond the machine's delays
+)
+
+// stepVerdict decides lockstep from the deciding rounds, most of them
+// each way (see lockstepDecide). What the clients chose, where witnessed,
+// decides first, however busy the machine; then the waits as measured,
+// whose spread a busy machine (busy, pace.Factor) only widens.
+func stepVerdict(last []round, busy float64) stepKind {
+	inMost := func(ok func(r round) bool) bool {
+		n := 0
+		for _, r := range last {
+			if ok(r) {
+				n++
+			}
+		}
+		return 2*n > len(last)
+	}
+	witnessed := !slices.ContainsFunc(last, func(r round) bool { return !r.witnessed })
+	switch {
+	case witnessed && inMost(func(r round) bool { return r.apart > stepSlack }):
+		return apartWitnessed
+	case witnessed && inMost(func(r round) bool { return r.together <= stepSlack }):
+		return togetherWitnessed
+	case inMost(func(r round) bool { return r.spread <= stepSlack }):
+		return togetherMeasured
+	case inMost(func(r round) bool { return r.spread-machineSpread(r, busy) >= apartLeast }):
+		return apartMeasured
+	}
+	return cannotTell
 }

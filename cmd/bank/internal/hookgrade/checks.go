@@ -200,7 +200,11 @@ func (t *trial) twiceBecause(e event, m *mistakes.Mistake) *mistakes.Mistake {
 	t.deliver(e)
 	t.quiet()
 	if t.readCredits().rows[e.Payment] > before {
-		t.Note("delivered once more, alone, %s was credited again", e.ID)
+		if m == &mNoPaymentDedupe {
+			t.Note("delivered once more, alone, %s was credited again: this consumer dedupes neither on the event id nor on the payment; mend the event id's first (the redelivered check's), then the payment's (this one's)", e.ID)
+		} else {
+			t.Note("delivered once more, alone, %s was credited again", e.ID)
+		}
 		return &mNoEventDedupe
 	}
 	return m

@@ -119,6 +119,9 @@ func (t *trial) newWorker(url string) *worker {
 func (t *trial) run(w *worker) {
 	spec := procs.Spec{Path: t.cfg.Command[0], Args: t.cfg.Command[1:], Group: true, StopGrace: 5 * time.Second, Env: []string{
 		"DATABASE_URL=" + witness.Tagged(t.workerURL, w.app), "RAIL_URL=" + w.url, "RAIL_TIMEOUT_MS=" + strconv.FormatInt(t.timeout.Milliseconds(), 10)}}
+	if len(t.workers) == 0 && w.child == nil && t.timeout != t.cfg.RailTimeout {
+		t.Note("RAIL_TIMEOUT_MS=%d: %s, stretched by the machine's load", t.timeout.Milliseconds(), t.cfg.RailTimeout)
+	}
 	t.timeline.Now("the grader starts %s", workerLane(w.n))
 	child, err := spec.Start(context.WithoutCancel(t.ctx))
 	if err != nil {
