@@ -179,7 +179,8 @@ func spansOf(lohi ...int) []span {
 }
 
 // TestStepVerdict: the last five failures decide lockstep, three of them
-// each way; what the clients chose, where witnessed, before their waits as
+// at least showing jitter or showing the clients in step; a failure shows
+// it by what the clients chose, where witnessed, or by their waits as
 // measured. The lesson's own jitter (a random 0 to 50 ms on waits of up to
 // 1,600 ms) is jitter, however long the waits.
 func TestStepVerdict(t *testing.T) {
@@ -193,22 +194,24 @@ func TestStepVerdict(t *testing.T) {
 		last []round
 		busy float64
 		want stepKind
+		n    int
 	}{
-		{"the lesson's jitter, witnessed", []round{seen(35, 20, 60, 3), seen(44, 30, 51, 2), seen(31, 24, 38, 4), seen(33, 27, 40, 2), seen(16, 9, 21, 3)}, 1, apartWitnessed},
-		{"the lesson's jitter, spans wide", []round{seen(40, -5, 70, 4), seen(19, -20, 50, 3), seen(28, -10, 60, 2), seen(33, -8, 66, 5), seen(24, -15, 58, 1)}, 1.8, apartMeasured},
-		{"the lesson's jitter, measured", []round{measured(40), measured(19), measured(28), measured(33), measured(24)}, 1, apartMeasured},
-		{"the lesson's jitter on long waits", []round{measured(38), measured(30), measured(41), measured(33), measured(35)}, 1, apartMeasured},
-		{"the lesson's jitter, measured on a busy machine", []round{measured(38), measured(30), measured(41), measured(33), measured(35)}, 2, cannotTell},
-		{"the lesson's jitter, held up on a busy machine", []round{seen(48, -20, 90, 30), seen(52, -25, 95, 35), seen(61, -10, 99, 22), seen(40, -30, 88, 31), seen(70, -5, 120, 40)}, 6, cannotTell},
-		{"full jitter on a busy machine", []round{seen(100, 20, 190, 60), seen(210, 100, 330, 70), seen(400, 210, 620, 50), seen(90, -40, 180, 80), seen(700, 380, 950, 40)}, 6, apartWitnessed},
-		{"no jitter, witnessed", []round{seen(15, -9, 140, 2), seen(9, -5, 17, 1), seen(5, -4, 9, 1), seen(7, -6, 12, 2), seen(30, 2, 41, 3)}, 1, togetherWitnessed},
-		{"no jitter, measured", []round{measured(22), measured(17), measured(6), measured(13), measured(9)}, 1, togetherMeasured},
-		{"no jitter, one round unwitnessed", []round{seen(18, -9, 140, 2), seen(9, -5, 17, 2), seen(5, -4, 9, 1), measured(7), seen(6, -3, 10, 0)}, 1, togetherMeasured},
-		{"no jitter on a busy machine", []round{seen(60, -40, 90, 45), seen(41, -33, 77, 30), seen(38, -30, 70, 25), seen(45, -25, 80, 33), seen(52, -41, 95, 38)}, 6, cannotTell},
-		{"two rounds each way", []round{seen(20, 14, 25, 1), seen(8, -2, 11, 1), seen(24, 19, 30, 1), seen(30, 21, 35, 9), seen(9, -1, 16, 2)}, 1, cannotTell},
+		{"the lesson's jitter, witnessed", []round{seen(35, 20, 60, 3), seen(44, 30, 51, 2), seen(31, 24, 38, 4), seen(33, 27, 40, 2), seen(16, 9, 21, 3)}, 1, jitter, 4},
+		{"the lesson's jitter, spans wide", []round{seen(40, -5, 70, 4), seen(19, -20, 50, 3), seen(28, -10, 60, 2), seen(33, -8, 66, 5), seen(24, -15, 58, 1)}, 1.8, jitter, 4},
+		{"the lesson's jitter, shown either way", []round{seen(40, 25, 70, 30), seen(19, -20, 50, 3), seen(28, -10, 60, 2), seen(33, 19, 66, 25), seen(24, -15, 58, 11)}, 1.8, jitter, 3},
+		{"the lesson's jitter, measured", []round{measured(40), measured(19), measured(28), measured(33), measured(24)}, 1, jitter, 4},
+		{"the lesson's jitter on long waits", []round{measured(38), measured(30), measured(41), measured(33), measured(35)}, 1, jitter, 5},
+		{"the lesson's jitter, measured on a busy machine", []round{measured(38), measured(30), measured(41), measured(33), measured(35)}, 2, cannotTell, 0},
+		{"the lesson's jitter, held up on a busy machine", []round{seen(48, -20, 90, 30), seen(52, -25, 95, 35), seen(61, -10, 99, 22), seen(40, -30, 88, 31), seen(70, -5, 120, 40)}, 6, cannotTell, 0},
+		{"full jitter on a busy machine", []round{seen(100, 20, 190, 60), seen(210, 100, 330, 70), seen(400, 210, 620, 50), seen(90, -40, 180, 80), seen(700, 380, 950, 40)}, 6, jitter, 4},
+		{"no jitter, witnessed", []round{seen(25, -9, 140, 2), seen(19, -5, 17, 1), seen(5, -4, 9, 1), seen(7, -6, 12, 2), seen(30, 2, 41, 3)}, 1, inStep, 3},
+		{"no jitter, measured", []round{measured(22), measured(17), measured(6), measured(13), measured(9)}, 1, inStep, 4},
+		{"no jitter, one round unwitnessed", []round{seen(18, -9, 140, 2), seen(9, -5, 17, 2), seen(5, -4, 9, 1), measured(7), seen(6, -3, 10, 0)}, 1, inStep, 5},
+		{"no jitter on a busy machine", []round{seen(60, -40, 90, 45), seen(41, -33, 77, 30), seen(38, -30, 70, 25), seen(45, -25, 80, 33), seen(52, -41, 95, 38)}, 6, cannotTell, 0},
+		{"two rounds each way", []round{seen(20, 14, 25, 1), seen(8, -2, 11, 1), seen(24, 19, 30, 1), seen(30, 21, 35, 9), seen(9, -1, 16, 2)}, 1, cannotTell, 0},
 	} {
-		if got := stepVerdict(c.last, c.busy); got != c.want {
-			t.Errorf("%s: stepVerdict = %d, want %d", c.name, got, c.want)
+		if got, n := stepVerdict(c.last, c.busy); got != c.want || n != c.n {
+			t.Errorf("%s: stepVerdict = %d, %d rounds; want %d, %d", c.name, got, n, c.want, c.n)
 		}
 	}
 }

@@ -314,17 +314,18 @@ func lockstep(t *trial) {
 	last := rounds[lockstepRounds-lockstepDecide:]
 	spreads := msList(spreadsOf(rounds, func(r round) time.Duration { return r.spread }))
 	busy := pace.Factor()
-	switch stepVerdict(last, busy) {
-	case apartWitnessed:
-		t.Pass("the clients chose waits that differed after the same failure: at least %s apart after the last %d, their processes' run and CPU waits left out (spreads as measured: %s)", msList(spreadsOf(last, func(r round) time.Duration { return r.apart })), lockstepDecide, spreads)
-	case togetherWitnessed:
-		t.Fail(&mLockstep, "after the last %d failures the %d clients chose the same wait, to within %s, their processes' run and CPU waits left out (in step: within %dms after most of them; spreads as measured: %s): clients that fail together retry together", lockstepDecide, lockstepClients, msList(spreadsOf(last, func(r round) time.Duration { return r.together })), stepSlack.Milliseconds(), spreads)
-	case togetherMeasured: // a busy machine only spreads them more
-		t.Fail(&mLockstep, "after the last %d failures the %d clients waited the same, to within %s (in step: within %dms after most of them; spreads: %s): clients that fail together retry together", lockstepDecide, lockstepClients, msList(spreadsOf(last, func(r round) time.Duration { return r.spread })), stepSlack.Milliseconds(), spreads)
-	case apartMeasured:
-		t.Pass("the clients' waits after the same failure differed: spreads of %s, of which the machine's delays can account for %s at most", spreads, msList(spreadsOf(rounds, func(r round) time.Duration { return machineSpread(r, busy) })))
+	allowed := msList(spreadsOf(last, func(r round) time.Duration { return machineSpread(r, busy) }))
+	chose := ""
+	if !slices.ContainsFunc(last, func(r round) bool { return !r.witnessed }) {
+		chose = fmt.Sprintf("; the waits they chose, their processes' run and CPU waits left out, at least %s apart and within %s", msList(spreadsOf(last, func(r round) time.Duration { return r.apart })), msList(spreadsOf(last, func(r round) time.Duration { return r.together })))
 	}
-	t.Unknown("the clients' waits after the last %d failures spread by %s: too close to the machine's own delays to tell jitter from none (in step: within %dms after most of them; apart: %dms or more after most, beyond the %s the machine's delays can account for)", lockstepDecide, msList(spreadsOf(last, func(r round) time.Duration { return r.spread })), stepSlack.Milliseconds(), apartLeast.Milliseconds(), msList(spreadsOf(last, func(r round) time.Duration { return machineSpread(r, busy) })))
+	switch k, n := stepVerdict(last, busy); k {
+	case jitter:
+		t.Pass("the clients' waits differed after %d of the last %d failures (spreads as measured: %s; the machine's delays can account for %s at most%s)", n, lockstepDecide, spreads, allowed, chose)
+	case inStep:
+		t.Fail(&mLockstep, "after %d of the last %d failures the %d clients waited the same, to within %dms (spreads as measured: %s%s): clients that fail together retry together", n, lockstepDecide, lockstepClients, stepSlack.Milliseconds(), spreads, chose)
+	}
+	t.Unknown("the clients' waits after the last %d failures spread by %s: too close to the machine's own delays to tell jitter from none (in step: within %dms after most of them; jitter: %dms or more after most, beyond the %s the machine's delays can account for%s)", lockstepDecide, msList(spreadsOf(last, func(r round) time.Duration { return r.spread })), stepSlack.Milliseconds(), apartLeast.Milliseconds(), allowed, chose)
 }
 
 // A round is what the clients' waits after one failure show: their
@@ -359,41 +360,43 @@ func machineSpread(r round, busy float64) time.Duration {
 	return by
 }
 
-// A stepKind is what the deciding rounds prove of the clients' waits.
+// A stepKind is what one failure's waits, or the deciding ones, show.
 type stepKind int
 
 const (
-	cannotTell        stepKind = iota
-	apartWitnessed             // jitter: what the clients chose differed
-	togetherWitnessed          // lockstep: what they chose was the same
-	togetherMeasured           // lockstep: their waits as measured were the same
-	apartMeasured              // jitter: their waits as measured differed, beyond the machine's delays
+	cannotTell stepKind = iota
+	jitter              // the clients' waits differed, beyond the machine's delays
+	inStep              // they were the same
 )
 
-// stepVerdict decides lockstep from the deciding rounds, most of them
-// each way (see lockstepDecide). What the clients chose, where witnessed,
-// decides first, however busy the machine; then the waits as measured,
-// whose spread a busy machine (busy, pace.Factor) only widens.
-func stepVerdict(last []round, busy float64) stepKind {
-	inMost := func(ok func(r round) bool) bool {
-		n := 0
-		for _, r := range last {
-			if ok(r) {
-				n++
-			}
-		}
-		return 2*n > len(last)
-	}
-	witnessed := !slices.ContainsFunc(last, func(r round) bool { return !r.witnessed })
+// shows is what one failure's waits show: jitter when what the clients
+// chose, where witnessed, lay more than stepSlack apart, or their waits as
+// measured spread apartLeast beyond what the machine's delays can account
+// for (machineSpread); in step when what they chose, where witnessed, or
+// their waits as measured (a busy machine only spreads them more) lay
+// within stepSlack. The two never both hold: what the clients chose lies
+// within the waits as measured, so apart ≤ spread ≤ together.
+func (r round) shows(busy float64) stepKind {
 	switch {
-	case witnessed && inMost(func(r round) bool { return r.apart > stepSlack }):
-		return apartWitnessed
-	case witnessed && inMost(func(r round) bool { return r.together <= stepSlack }):
-		return togetherWitnessed
-	case inMost(func(r round) bool { return r.spread <= stepSlack }):
-		return togetherMeasured
-	case inMost(func(r round) bool { return r.spread-machineSpread(r, busy) >= apartLeast }):
-		return apartMeasured
+	case r.witnessed && r.apart > stepSlack, r.spread-machineSpread(r, busy) >= apartLeast:
+		return jitter
+	case r.witnessed && r.together <= stepSlack, r.spread <= stepSlack:
+		return inStep
 	}
 	return cannotTell
+}
+
+// stepVerdict decides lockstep from the deciding rounds: what most of them
+// show (see lockstepDecide), and how many show it.
+func stepVerdict(last []round, busy float64) (stepKind, int) {
+	n := map[stepKind]int{}
+	for _, r := range last {
+		n[r.shows(busy)]++
+	}
+	for _, k := range []stepKind{jitter, inStep} {
+		if 2*n[k] > len(last) {
+			return k, n[k]
+		}
+	}
+	return cannotTell, 0
 }
