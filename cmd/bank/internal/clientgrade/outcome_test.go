@@ -181,7 +181,8 @@ func spansOf(lohi ...int) []span {
 // TestStepVerdict: the last five failures decide lockstep, three of them
 // at least showing jitter or showing the clients in step; a failure shows
 // it by what the clients chose, where witnessed, or by their waits as
-// measured. The lesson's own jitter (a random 0 to 50 ms on waits of up to
+// measured; two where what they chose is proven apart are jitter, unless
+// most show them in step (then the check cannot tell). The lesson's own jitter (a random 0 to 50 ms on waits of up to
 // 1,600 ms) is jitter, however long the waits.
 func TestStepVerdict(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -208,7 +209,10 @@ func TestStepVerdict(t *testing.T) {
 		{"no jitter, measured", []round{measured(22), measured(17), measured(6), measured(13), measured(9)}, 1, inStep, 4},
 		{"no jitter, one round unwitnessed", []round{seen(18, -9, 140, 2), seen(9, -5, 17, 2), seen(5, -4, 9, 1), measured(7), seen(6, -3, 10, 0)}, 1, inStep, 5},
 		{"no jitter on a busy machine", []round{seen(60, -40, 90, 45), seen(41, -33, 77, 30), seen(38, -30, 70, 25), seen(45, -25, 80, 33), seen(52, -41, 95, 38)}, 6, cannotTell, 0},
-		{"two rounds each way", []round{seen(20, 14, 25, 1), seen(8, -2, 11, 1), seen(24, 19, 30, 1), seen(30, 21, 35, 9), seen(9, -1, 16, 2)}, 1, cannotTell, 0},
+		{"two proven apart, two in step", []round{seen(20, 14, 25, 1), seen(8, -2, 11, 1), seen(24, 19, 30, 1), seen(30, 21, 35, 9), seen(9, -1, 16, 2)}, 1, jitter, 2},
+		{"full jitter's short waits blurred", []round{seen(90, -60, 200, 70), seen(110, -30, 240, 95), seen(120, 12, 300, 150), seen(320, 90, 500, 120), seen(600, 240, 900, 200)}, 6, jitter, 2},
+		{"two each way, measured", []round{measured(20), measured(8), measured(46), measured(50), measured(9)}, 1, cannotTell, 0},
+		{"in step by most, two proven apart", []round{seen(8, -2, 11, 1), seen(24, 19, 30, 1), seen(30, 21, 35, 9), seen(9, -1, 16, 2), seen(7, -3, 12, 1)}, 1, cannotTell, 0},
 	} {
 		if got, n := stepVerdict(c.last, c.busy); got != c.want || n != c.n {
 			t.Errorf("%s: stepVerdict = %d, %d rounds; want %d, %d", c.name, got, n, c.want, c.n)

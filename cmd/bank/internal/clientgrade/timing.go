@@ -387,16 +387,30 @@ func (r round) shows(busy float64) stepKind {
 }
 
 // stepVerdict decides lockstep from the deciding rounds: what most of them
-// show (see lockstepDecide), and how many show it.
+// show (see lockstepDecide), and how many show it. Two failures after
+// which what the clients chose is witnessed apart are jitter too, when
+// most do not show them in step: clients without jitter choose the same
+// wait, so what they chose is never proven apart, however busy the
+// machine, while a busy one blurs the spreads of short waits.
 func stepVerdict(last []round, busy float64) (stepKind, int) {
 	n := map[stepKind]int{}
+	proven := 0
 	for _, r := range last {
 		n[r.shows(busy)]++
-	}
-	for _, k := range []stepKind{jitter, inStep} {
-		if 2*n[k] > len(last) {
-			return k, n[k]
+		if r.witnessed && r.apart > stepSlack {
+			proven++
 		}
+	}
+	switch {
+	case 2*n[jitter] > len(last):
+		return jitter, n[jitter]
+	case 2*n[inStep] > len(last):
+		if proven >= 2 {
+			return cannotTell, 0
+		}
+		return inStep, n[inStep]
+	case proven >= 2:
+		return jitter, n[jitter]
 	}
 	return cannotTell, 0
 }
