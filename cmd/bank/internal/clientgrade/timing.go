@@ -41,7 +41,7 @@ const (
 	// does not leave the check unable to tell. After one, the spread of
 	// the clients' waits, the quickest and the slowest left out, within
 	// stepSlack is in step: a client without jitter chooses the very wait
-	// the others do (the processes' own delays, measured at 7 to 26 ms
+	// the others do (the processes' own delays, measured at 2 to 26 ms
 	// after failures 2 to 6 for twelve node clients on the quiet 2-core
 	// machine, most often under 18, spread them no more). The least
 	// jitter the lesson accepts, its random 0 to 50 ms, spreads the middle
@@ -312,20 +312,20 @@ func lockstep(t *trial) {
 		t.Fail(nil, "the clients did not retry after each of %d 503s", lockstepRounds)
 	}
 	last := rounds[lockstepRounds-lockstepDecide:]
-	spreads := msList(spreadsOf(rounds, func(r round) time.Duration { return r.spread }))
+	spreads := fmt.Sprintf("spreads after failures %d to %d as measured: %s", lockstepRounds-lockstepDecide+1, lockstepRounds, msList(pick(last, func(r round) time.Duration { return r.spread })))
 	busy := pace.Factor()
-	allowed := msList(spreadsOf(last, func(r round) time.Duration { return machineSpread(r, busy) }))
+	allowed := msList(pick(last, func(r round) time.Duration { return machineSpread(r, busy) }))
 	chose := ""
 	if !slices.ContainsFunc(last, func(r round) bool { return !r.witnessed }) {
-		chose = fmt.Sprintf("; the waits they chose, their processes' run and CPU waits left out, at least %s apart and within %s", msList(spreadsOf(last, func(r round) time.Duration { return r.apart })), msList(spreadsOf(last, func(r round) time.Duration { return r.together })))
+		chose = fmt.Sprintf("; the waits they chose, their processes' run and CPU waits left out, at least %s apart and within %s", msList(pick(last, func(r round) time.Duration { return r.apart })), msList(pick(last, func(r round) time.Duration { return r.together })))
 	}
 	switch k, n := stepVerdict(last, busy); k {
 	case jitter:
-		t.Pass("the clients' waits differed after %d of the last %d failures (spreads as measured: %s; the machine's delays can account for %s at most%s)", n, lockstepDecide, spreads, allowed, chose)
+		t.Pass("the clients' waits differed after %d of the last %d failures (%s; the machine's delays can account for %s at most%s)", n, lockstepDecide, spreads, allowed, chose)
 	case inStep:
-		t.Fail(&mLockstep, "after %d of the last %d failures the %d clients waited the same, to within %dms (spreads as measured: %s%s): clients that fail together retry together", n, lockstepDecide, lockstepClients, stepSlack.Milliseconds(), spreads, chose)
+		t.Fail(&mLockstep, "after %d of the last %d failures the %d clients waited the same, to within %dms (%s%s): clients that fail together retry together", n, lockstepDecide, lockstepClients, stepSlack.Milliseconds(), spreads, chose)
 	}
-	t.Unknown("the clients' waits after the last %d failures spread by %s: too close to the machine's own delays to tell jitter from none (in step: within %dms after most of them; jitter: %dms or more after most, beyond the %s the machine's delays can account for%s)", lockstepDecide, msList(spreadsOf(last, func(r round) time.Duration { return r.spread })), stepSlack.Milliseconds(), apartLeast.Milliseconds(), allowed, chose)
+	t.Unknown("the clients' waits (%s) were too close to the machine's own delays to tell jitter from none (in step: within %dms after most of them; jitter: %dms or more after most, beyond the %s the machine's delays can account for%s)", spreads, stepSlack.Milliseconds(), apartLeast.Milliseconds(), allowed, chose)
 }
 
 // A round is what the clients' waits after one failure show: their
@@ -338,7 +338,8 @@ type round struct {
 	witnessed       bool
 }
 
-func spreadsOf(rounds []round, of func(round) time.Duration) []time.Duration {
+// pick is one figure of each round.
+func pick(rounds []round, of func(round) time.Duration) []time.Duration {
 	var out []time.Duration
 	for _, r := range rounds {
 		out = append(out, of(r))
