@@ -1,6 +1,7 @@
 package hookgrade
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
@@ -261,8 +262,11 @@ func killed(t *trial) {
 		<-t.consumer.Child.Exited()
 		t.endHeld(g)
 		g.Open(t.ctx)
-		t.wait(p)
-		t.Note("+%dms killed (SIGKILL) at the first write of its transaction %d for %s", killedAt.Sub(t.start).Milliseconds(), k, e.ID)
+		cut := ""
+		if d := t.wait(p); d.Status == 0 {
+			cut = fmt.Sprintf(": the delivery sent at +%dms was left unanswered", d.Sent.Sub(t.start).Milliseconds())
+		}
+		t.Note("+%dms killed (SIGKILL) at the first write of its transaction %d for %s%s", killedAt.Sub(t.start).Milliseconds(), k, e.ID, cut)
 		t.timeline.Now("the grader starts the consumer again")
 		t.Must(t.consumer.Restart(t.ctx))
 		d := t.settle(e)
