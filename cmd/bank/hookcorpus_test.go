@@ -95,26 +95,36 @@ func programGraded(t *testing.T, of string, checks int, env []string, want mista
 		strings.ToUpper(of), t.Name(), runs-bad, runs, took[len(took)/2].Seconds(), pace.Load())
 }
 
-// killExplained is what is wrong with the killed check's evidence: each
-// delivery the kill left unanswered must be named by the kill's note
-// after it (its failure read with its cause).
+// killExplained is what is wrong with the killed check's evidence: the
+// delivery that a kill cut short (the last of its event before the kill's
+// note, unanswered) must be named by that note: its failure read with its
+// cause.
 func killExplained(rep grade.Report) []string {
 	var d []string
 	for _, r := range rep.Results {
 		if r.Name != "killed" {
 			continue
 		}
-		for i, e := range r.Evidence {
-			at, after, ok := strings.Cut(e, " delivered ")
-			if !ok || !strings.HasSuffix(e, ": no answer") && !strings.Contains(e, ": no answer: ") {
+		last := map[string]string{} // an event's last delivery so far
+		for _, e := range r.Evidence {
+			if _, after, ok := strings.Cut(e, " delivered "); ok {
+				id, _, _ := strings.Cut(after, " ")
+				last[id] = e
 				continue
 			}
-			id, _, _ := strings.Cut(after, " ")
-			named := func(n string) bool {
-				return strings.Contains(n, "killed (SIGKILL)") && strings.HasSuffix(n, " for "+id+": the delivery sent at "+at+" was left unanswered")
+			_, after, ok := strings.Cut(e, "killed (SIGKILL) at the first write of its transaction ")
+			if !ok {
+				continue
 			}
-			if !slices.ContainsFunc(r.Evidence[i+1:], named) {
-				d = append(d, fmt.Sprintf("killed: %q is named by no kill's note after it", e))
+			_, id, _ := strings.Cut(after, " for ")
+			id, _, _ = strings.Cut(id, ":")
+			cut := last[id]
+			if !strings.HasSuffix(cut, ": no answer") && !strings.Contains(cut, ": no answer: ") {
+				continue
+			}
+			at, _, _ := strings.Cut(cut, " delivered ")
+			if !strings.HasSuffix(e, ": the delivery sent at "+at+" was left unanswered") {
+				d = append(d, fmt.Sprintf("killed: %q does not name the delivery it cut short, %q", e, cut))
 			}
 		}
 	}
