@@ -182,8 +182,9 @@ func spansOf(lohi ...int) []span {
 // at least showing jitter or showing the clients in step; a failure shows
 // it by what the clients chose, where witnessed, or by their waits as
 // measured; two where what they chose is proven apart are jitter, unless
-// most show them in step (then the check cannot tell). The lesson's own jitter (a random 0 to 50 ms on waits of up to
-// 1,600 ms) is jitter, however long the waits.
+// most show them in step (then the check cannot tell). The lesson's own
+// jitter (a random 0 to 50 ms on waits of up to 1,600 ms) is jitter,
+// however long the waits.
 func TestStepVerdict(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	seen := func(spread, apart, together, held int) round {

@@ -361,6 +361,10 @@ func machineSpread(r round, busy float64) time.Duration {
 	return by
 }
 
+// provenApart reports whether what two clients at least chose after the
+// failure was witnessed more than stepSlack apart.
+func (r round) provenApart() bool { return r.witnessed && r.apart > stepSlack }
+
 // A stepKind is what one failure's waits, or the deciding ones, show.
 type stepKind int
 
@@ -379,7 +383,7 @@ const (
 // within the waits as measured, so apart ≤ spread ≤ together.
 func (r round) shows(busy float64) stepKind {
 	switch {
-	case r.witnessed && r.apart > stepSlack, r.spread-machineSpread(r, busy) >= apartLeast:
+	case r.provenApart(), r.spread-machineSpread(r, busy) >= apartLeast:
 		return jitter
 	case r.witnessed && r.together <= stepSlack, r.spread <= stepSlack:
 		return inStep
@@ -398,7 +402,7 @@ func stepVerdict(last []round, busy float64) (stepKind, int) {
 	proven := 0
 	for _, r := range last {
 		n[r.shows(busy)]++
-		if r.witnessed && r.apart > stepSlack {
+		if r.provenApart() {
 			proven++
 		}
 	}

@@ -1,7 +1,6 @@
 package hookgrade
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/zudojs/bank/cmd/bank/internal/pace"
@@ -264,9 +263,9 @@ func killed(t *trial) {
 		g.Open(t.ctx)
 		cut := ""
 		if d := t.wait(p); d.Status == 0 {
-			cut = fmt.Sprintf(": the delivery sent at +%dms was left unanswered", d.Sent.Sub(t.start).Milliseconds())
+			cut = ": the delivery sent at " + t.since(d.Sent) + " was left unanswered"
 		}
-		t.Note("+%dms killed (SIGKILL) at the first write of its transaction %d for %s%s", killedAt.Sub(t.start).Milliseconds(), k, e.ID, cut)
+		t.Note("%s killed (SIGKILL) at the first write of its transaction %d for %s%s", t.since(killedAt), k, e.ID, cut)
 		t.timeline.Now("the grader starts the consumer again")
 		t.Must(t.consumer.Restart(t.ctx))
 		d := t.settle(e)

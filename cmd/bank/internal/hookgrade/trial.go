@@ -118,7 +118,13 @@ func (t *trial) noteDelivery(d delivery) {
 	case time.Since(d.SignedAt) > time.Minute:
 		how = fmt.Sprintf(", webhook-timestamp %s old", time.Since(d.SignedAt).Round(time.Minute))
 	}
-	t.Note("+%dms delivered %s (%s to account %d%s): %s", d.Sent.Sub(t.start).Milliseconds(), d.Event.ID, naira(d.Event.Kobo), d.Event.Account, how, d.answer())
+	t.Note("%s delivered %s (%s to account %d%s): %s", t.since(d.Sent), d.Event.ID, naira(d.Event.Kobo), d.Event.Account, how, d.answer())
+}
+
+// since is when at came in the check, as the evidence writes it: +Nms
+// from its start.
+func (t *trial) since(at time.Time) string {
+	return fmt.Sprintf("+%dms", at.Sub(t.start).Milliseconds())
 }
 
 // answer is what the consumer answered, in words.
