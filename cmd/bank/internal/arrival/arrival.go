@@ -33,8 +33,10 @@ func Of(r *http.Request) (at time.Time, ok bool) {
 	return time.Unix(0, ns), ns != 0
 }
 
-// Serve is s serving ln, its requests' arrivals known to Of (on Linux).
-func Serve(s *http.Server, ln net.Listener) error {
+// Start has s serve ln in the background, its requests' arrivals known
+// to Of (on Linux): from when Start returns, so that a client started
+// after it has even its first request stamped.
+func Start(s *http.Server, ln net.Listener) {
 	s.ConnContext = ConnContext
-	return s.Serve(Listener(ln))
+	go s.Serve(Listener(ln))
 }

@@ -18,12 +18,71 @@ import (
 func Listener(ln net.Listener) net.Listener {
 	// Set on the listening socket too, so that the kernel stamps a
 	// request that comes before its connection is accepted.
-	if tl, ok := ln.(*net.TCPListener); ok {
-		if raw, err := tl.SyscallConn(); err == nil {
-			raw.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
-		}
+	if tl, ok := ln.(*net.TCPListener); ok && stamp(tl) == nil {
+		kernelStamps()
 	}
 	return listener{ln}
+}
+
+// stamp asks the kernel for the receive time of what c reads.
+func stamp(c interface {
+	SyscallConn() (syscall.RawConn, error)
+}) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// kernelStamps returns once the kernel stamps what it receives, or after
+// a second. The first socket on a machine to ask for stamps turns them on
+// for all, but a moment later, in a work item of the kernel's own
+// (netstamp_clear, net/core/dev.c): data received before then has no time.
+// Not seen here (this machine's kernel had them on already, or on at
+// once), but nothing says a learner's will: a byte sent over a loopback
+// connection of its own and read back with its time is the witness.
+func kernelStamps() {
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil || stamp(ln) != nil {
+		return
+	}
+	defer ln.Close()
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if stamped(ln) {
+			return
+		}
+	}
+}
+
+// stamped: a byte sent to ln came with the kernel's time.
+func stamped(ln *net.TCPListener) bool {
+	out, err := net.DialTCP("tcp", nil, ln.Addr().(*net.TCPAddr))
+	if err != nil {
+		return false
+	}
+	defer out.Close()
+	if _, err := out.Write([]byte{0}); err != nil {
+		return false
+	}
+	ln.SetDeadline(time.Now().Add(time.Second))
+	in, err := ln.AcceptTCP()
+	if err != nil {
+		return false
+	}
+	defer in.Close()
+	raw, err := in.SyscallConn()
+	if err != nil || stamp(in) != nil {
+		return false
+	}
+	c := &conn{Conn: in, tcp: in, raw: raw}
+	in.SetReadDeadline(time.Now().Add(time.Second))
+	n, err := c.Read(make([]byte, 1))
+	return n == 1 && err == nil && c.last.Load() != 0
 }
 
 type listener struct{ net.Listener }
@@ -38,11 +97,7 @@ func (l listener) Accept() (net.Conn, error) {
 		return c, nil
 	}
 	raw, err := tc.SyscallConn()
-	if err != nil {
-		return c, nil
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) }); err != nil || serr != nil {
+	if err != nil || stamp(tc) != nil {
 		return c, nil
 	}
 	return &conn{Conn: tc, tcp: tc, raw: raw}, nil

@@ -96,7 +96,7 @@ func newFront(bank *api.Server, plan func(n int, a *attempt) fault) (*front, err
 		f.plan = func(int, *attempt) fault { return fault{} }
 	}
 	f.hs = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
-	go arrival.Serve(f.hs, ln)
+	arrival.Start(f.hs, ln)
 	return f, nil
 }
 

@@ -89,7 +89,7 @@ func (r *rail) open() (string, error) {
 	}
 	d := &door{n: len(r.doors) + 1, r: r, ln: ln}
 	d.hs = &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
-	go arrival.Serve(d.hs, ln)
+	arrival.Start(d.hs, ln)
 	r.doors = append(r.doors, d)
 	return "http://" + ln.Addr().String(), nil
 }
