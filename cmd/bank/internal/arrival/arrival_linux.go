@@ -46,7 +46,12 @@ func stamp(c interface {
 // Not seen here (this machine's kernel had them on already, or on at
 // once), but nothing says a learner's will: a byte sent over a loopback
 // connection of its own and read back with its time is the witness.
+// A kernel that never stamped within the second (a sandbox's) is not
+// waited for again.
 func kernelStamps() {
+	if unstamped.Load() {
+		return
+	}
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil || stamp(ln) != nil {
 		return
@@ -57,7 +62,10 @@ func kernelStamps() {
 			return
 		}
 	}
+	unstamped.Store(true)
 }
+
+var unstamped atomic.Bool
 
 // stamped: a byte sent to ln came with the kernel's time.
 func stamped(ln *net.TCPListener) bool {

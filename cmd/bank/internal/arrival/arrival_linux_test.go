@@ -83,3 +83,12 @@ func TestOfUnstamped(t *testing.T) {
 		t.Error("a time for a request with no stamped connection")
 	}
 }
+
+// TestKernelStamps: the witness that the kernel stamps sees its byte
+// stamped (a broken one would wait its second and give up on stamps).
+func TestKernelStamps(t *testing.T) {
+	kernelStamps()
+	if unstamped.Load() {
+		t.Error("no byte came back stamped within a second")
+	}
+}
