@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -22,6 +23,13 @@ type event struct {
 	Package string
 	Test    string
 	Output  string
+	Elapsed float64 // seconds, at a test's or package's end
+}
+
+// took is a top-level test's time.
+type took struct {
+	test    string
+	seconds float64
 }
 
 func main() {
@@ -39,6 +47,7 @@ func main() {
 	// The output of each test (package and name) so far, and of each
 	// package outside its tests.
 	tests := map[[2]string][]string{}
+	times := map[string][]took{} // each package's top-level tests, as they end
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	for in.Scan() {
@@ -66,6 +75,9 @@ func main() {
 			}
 			fallthrough
 		case "pass", "skip":
+			if e.Test != "" && !strings.Contains(e.Test, "/") {
+				times[e.Package] = append(times[e.Package], took{e.Test, e.Elapsed})
+			}
 			if e.Test != "" { // a test skipped: said at the end of make test
 				if e.Action == "skip" {
 					fmt.Fprintf(skips, "%s %s: %s\n", e.Package, e.Test, reason(tests[key]))
@@ -79,6 +91,10 @@ func main() {
 				}
 			}
 			delete(tests, key)
+			if e.Elapsed >= longPackage {
+				fmt.Fprintln(out, longest(times[e.Package]))
+			}
+			delete(times, e.Package)
 		}
 		out.Flush()
 	}
@@ -87,6 +103,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gotest:", err)
 		os.Exit(1)
 	}
+}
+
+// longPackage is the time, in seconds, past which a package's line is
+// followed by its longest tests: what to look at when go test's -timeout
+// comes near.
+const longPackage = 120
+
+// longest is a line naming the five longest of ts (a parallel test's time
+// includes the time it waited for its turn).
+func longest(ts []took) string {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].seconds > ts[j].seconds })
+	var b strings.Builder
+	b.WriteString("    its longest tests:")
+	for i, t := range ts {
+		if i == 5 {
+			break
+		}
+		fmt.Fprintf(&b, " %s %.0fs", t.test, t.seconds)
+	}
+	return b.String()
 }
 
 // progress is a line go test prints only under -v: a test started,
