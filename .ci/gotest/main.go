@@ -110,14 +110,14 @@ func main() {
 // comes near.
 const longPackage = 120
 
-// longest is a line naming the five longest of ts (a parallel test's time
-// includes the time it waited for its turn).
+// longest is a line naming the five longest of ts that took a second or
+// more (a parallel test's time includes the time it waited for its turn).
 func longest(ts []took) string {
 	sort.Slice(ts, func(i, j int) bool { return ts[i].seconds > ts[j].seconds })
 	var b strings.Builder
 	b.WriteString("    its longest tests:")
 	for i, t := range ts {
-		if i == 5 {
+		if i == 5 || t.seconds < 1 {
 			break
 		}
 		fmt.Fprintf(&b, " %s %.0fs", t.test, t.seconds)
