@@ -18,25 +18,28 @@ import (
 func Listener(ln net.Listener) net.Listener {
 	// Set on the listening socket too, so that the kernel stamps a
 	// request that comes before its connection is accepted.
-	if tl, ok := ln.(*net.TCPListener); ok && stamp(tl) == nil {
-		kernelStamps()
+	if tl, ok := ln.(*net.TCPListener); ok {
+		if _, err := stamp(tl); err == nil {
+			kernelStamps()
+		}
 	}
 	return listener{ln}
 }
 
-// stamp asks the kernel for the receive time of what c reads.
+// stamp asks the kernel for the receive time of what c reads, and
+// returns c's raw connection, to read it by.
 func stamp(c interface {
 	SyscallConn() (syscall.RawConn, error)
-}) error {
+}) (syscall.RawConn, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var serr error
 	if err := raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) }); err != nil {
-		return err
+		return nil, err
 	}
-	return serr
+	return raw, serr
 }
 
 // kernelStamps returns once the kernel stamps what it receives, or after
@@ -53,7 +56,11 @@ func kernelStamps() {
 		return
 	}
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil || stamp(ln) != nil {
+	if err != nil {
+		return
+	}
+	if _, err := stamp(ln); err != nil {
+		ln.Close()
 		return
 	}
 	defer ln.Close()
@@ -83,8 +90,8 @@ func stamped(ln *net.TCPListener) bool {
 		return false
 	}
 	defer in.Close()
-	raw, err := in.SyscallConn()
-	if err != nil || stamp(in) != nil {
+	raw, err := stamp(in)
+	if err != nil {
 		return false
 	}
 	c := &conn{Conn: in, tcp: in, raw: raw}
@@ -104,8 +111,8 @@ func (l listener) Accept() (net.Conn, error) {
 	if !ok {
 		return c, nil
 	}
-	raw, err := tc.SyscallConn()
-	if err != nil || stamp(tc) != nil {
+	raw, err := stamp(tc)
+	if err != nil {
 		return c, nil
 	}
 	return &conn{Conn: tc, tcp: tc, raw: raw}, nil
